@@ -1,0 +1,283 @@
+// graph (pairs -> CSR edges, sender grouping, edge vectors) and radial (basis, envelope,
+// derivatives, backward) against plain loops and central differences.
+#include <gtest/gtest.h>
+
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "exec_spaces.hpp"
+#include "graph.hpp"
+#include "radial.hpp"
+
+namespace {
+
+using namespace edgeframe;
+
+struct HostPairs {
+  std::vector<int> i, j;
+  std::vector<std::array<double, 3>> shift;
+};
+
+struct HostSystem {
+  std::vector<std::array<double, 3>> x;
+  HostPairs pairs;
+};
+
+// N atoms in a cubic box of side a; half pairs i < j for the minimum image and for one more
+// image along x, so shifts are exercised; plus a pair (0, 0) with zero shift that must vanish.
+HostSystem make_system(int n, double a, unsigned seed) {
+  HostSystem s;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, a);
+  for (int k = 0; k < n; ++k) s.x.push_back({u(rng), u(rng), u(rng)});
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j)
+      for (double sx : {0.0, a, -a}) {
+        s.pairs.i.push_back(i);
+        s.pairs.j.push_back(j);
+        s.pairs.shift.push_back({sx, 0.0, 0.0});
+      }
+  s.pairs.i.push_back(0);
+  s.pairs.j.push_back(0);
+  s.pairs.shift.push_back({0.0, 0.0, 0.0});
+  return s;
+}
+
+struct RefEdge {
+  int recv, send, p, dir;
+  std::array<double, 3> shift;
+};
+
+// Plain reference: loop over pairs, keep 0 < r < cutoff, emit directions, sort by (recv, p, dir).
+std::vector<RefEdge> reference_edges(const HostSystem& s, double cutoff, bool half) {
+  std::vector<RefEdge> out;
+  for (size_t p = 0; p < s.pairs.i.size(); ++p) {
+    const int i = s.pairs.i[p], j = s.pairs.j[p];
+    double r2 = 0;
+    for (int k = 0; k < 3; ++k) {
+      const double d = s.x[j][k] - s.x[i][k] + s.pairs.shift[p][k];
+      r2 += d * d;
+    }
+    if (!(r2 > 0 && r2 < cutoff * cutoff)) continue;
+    out.push_back({i, j, int(p), 0, s.pairs.shift[p]});
+    if (half)
+      out.push_back({j, i, int(p), 1, {-s.pairs.shift[p][0], -s.pairs.shift[p][1], -s.pairs.shift[p][2]}});
+  }
+  std::sort(out.begin(), out.end(), [](const RefEdge& a, const RefEdge& b) {
+    return std::tie(a.recv, a.p, a.dir) < std::tie(b.recv, b.p, b.dir);
+  });
+  return out;
+}
+
+template <class Exec>
+struct DeviceSystem {
+  kk::View1<int, Exec> i, j;
+  kk::Vec3View<double, Exec> shift, x;
+};
+
+template <class Exec>
+DeviceSystem<Exec> upload(const HostSystem& s) {
+  DeviceSystem<Exec> d;
+  const int P = int(s.pairs.i.size()), N = int(s.x.size());
+  d.i = kk::View1<int, Exec>("i", P);
+  d.j = kk::View1<int, Exec>("j", P);
+  d.shift = kk::Vec3View<double, Exec>("shift", P);
+  d.x = kk::Vec3View<double, Exec>("x", N);
+  auto hi = Kokkos::create_mirror_view(d.i), hj = Kokkos::create_mirror_view(d.j);
+  auto hs = Kokkos::create_mirror_view(d.shift), hx = Kokkos::create_mirror_view(d.x);
+  for (int p = 0; p < P; ++p) {
+    hi(p) = s.pairs.i[p];
+    hj(p) = s.pairs.j[p];
+    for (int k = 0; k < 3; ++k) hs(p, k) = s.pairs.shift[p][k];
+  }
+  for (int a = 0; a < N; ++a)
+    for (int k = 0; k < 3; ++k) hx(a, k) = s.x[a][k];
+  Kokkos::deep_copy(d.i, hi);
+  Kokkos::deep_copy(d.j, hj);
+  Kokkos::deep_copy(d.shift, hs);
+  Kokkos::deep_copy(d.x, hx);
+  return d;
+}
+
+template <class Exec>
+class GraphTest : public ::testing::Test {};
+TYPED_TEST_SUITE(GraphTest, test::ExecSpaces);
+
+TYPED_TEST(GraphTest, MatchesThePlainLoopReference) {
+  using Exec = TypeParam;
+  const double cutoff = 3.1;  // Angstrom
+  const auto s = make_system(40, 8.0, 11);
+  const auto d = upload<Exec>(s);
+  for (bool half : {true, false}) {
+    const auto ref = reference_edges(s, cutoff, half);
+    Exec exec;
+    kk::PairList<Exec> pl{d.i, d.j, d.shift, half};
+    const auto g = kk::build_graph(exec, pl, kk::Vec3View<const double, Exec>(d.x), int(s.x.size()), cutoff);
+    kk::Vec3View<double, Exec> vec("vec", g.n_edges);
+    kk::compute_edge_vectors(exec, g, kk::Vec3View<const double, Exec>(d.x), vec);
+    exec.fence("test: graph ready for the host");
+    ASSERT_EQ(g.n_edges, int(ref.size()));
+    ASSERT_GT(g.n_edges, 100);
+    auto recv = test::to_host(g.recv), send = test::to_host(g.send);
+    auto shift = test::to_host(g.shift), hv = test::to_host(vec);
+    auto ro = test::to_host(g.recv_offsets), so = test::to_host(g.send_offsets), se = test::to_host(g.send_edges);
+    for (int e = 0; e < g.n_edges; ++e) {
+      ASSERT_EQ(recv(e), ref[e].recv) << e;
+      ASSERT_EQ(send(e), ref[e].send) << e;
+      for (int k = 0; k < 3; ++k) {
+        ASSERT_EQ(shift(e, k), ref[e].shift[k]);
+        ASSERT_EQ(hv(e, k), s.x[ref[e].send][k] - s.x[ref[e].recv][k] + ref[e].shift[k]);
+      }
+    }
+    // CSR by receiver and grouping by sender, by counting.
+    const int N = int(s.x.size());
+    ASSERT_EQ(ro(0), 0);
+    ASSERT_EQ(ro(N), g.n_edges);
+    ASSERT_EQ(so(N), g.n_edges);
+    for (int a = 0; a < N; ++a) {
+      std::vector<int> into, from;
+      for (int e = 0; e < g.n_edges; ++e) {
+        if (ref[e].recv == a) into.push_back(e);
+        if (ref[e].send == a) from.push_back(e);
+      }
+      ASSERT_EQ(ro(a + 1) - ro(a), int(into.size()));
+      if (!into.empty()) {
+        ASSERT_EQ(ro(a), into.front());
+      }
+      ASSERT_EQ(so(a + 1) - so(a), int(from.size()));
+      for (size_t q = 0; q < from.size(); ++q) ASSERT_EQ(se(so(a) + q), from[q]);
+    }
+  }
+}
+
+TYPED_TEST(GraphTest, EmptyInputGivesAnEmptyGraph) {
+  using Exec = TypeParam;
+  Exec exec;
+  kk::Vec3View<double, Exec> x("x", 3);
+  kk::PairList<Exec> pl{kk::View1<int, Exec>("i", 0), kk::View1<int, Exec>("j", 0), {}, true};
+  const auto g = kk::build_graph(exec, pl, kk::Vec3View<const double, Exec>(x), 3, 5.0);
+  EXPECT_EQ(g.n_edges, 0);
+  auto ro = test::to_host(g.recv_offsets), so = test::to_host(g.send_offsets);
+  for (int a = 0; a <= 3; ++a) {
+    EXPECT_EQ(ro(a), 0);
+    EXPECT_EQ(so(a), 0);
+  }
+}
+
+TEST(Graph, SerialAndOpenMPAreIdentical) {
+#ifdef KOKKOS_ENABLE_OPENMP
+  const auto s = make_system(60, 9.0, 5);
+  auto run = [&](auto exec) {
+    using Exec = decltype(exec);
+    const auto d = upload<Exec>(s);
+    kk::PairList<Exec> pl{d.i, d.j, d.shift, true};
+    const auto g = kk::build_graph(exec, pl, kk::Vec3View<const double, Exec>(d.x), int(s.x.size()), 3.3);
+    exec.fence("test");
+    std::vector<int> out;
+    for (auto v : {g.recv, g.send, g.recv_offsets, g.send_offsets, g.send_edges}) {
+      auto h = test::to_host(v);
+      out.insert(out.end(), h.data(), h.data() + h.size());
+    }
+    return out;
+  };
+  EXPECT_EQ(run(Kokkos::Serial()), run(Kokkos::OpenMP()));
+#else
+  GTEST_SKIP() << "this Kokkos has no OpenMP backend";
+#endif
+}
+
+// ---- radial -------------------------------------------------------------------------------
+
+// Plain reference of doc/model.md step 2, written from the formula.
+double ref_envelope(double r, double rc, int p) {
+  const double x = r / rc;
+  if (x >= 1) return 0;
+  return 1 - (p + 1) * (p + 2) / 2.0 * std::pow(x, p) + p * (p + 2.0) * std::pow(x, p + 1) -
+         p * (p + 1) / 2.0 * std::pow(x, p + 2);
+}
+double ref_rbf(int n, double r, double rc, int p) {
+  return std::sqrt(2 / rc) * std::sin(n * M_PI * r / rc) / r * ref_envelope(r, rc, p);
+}
+
+// Value agreement with the plain formula: same operations in another order, a few ulp
+// relative; near x = 1 the envelope cancels terms as large as (p+1)(p+2)/2 = 28 (p = 6), so
+// both implementations carry an absolute error ~28 eps = 6e-15 there: absolute floor 2e-14.
+constexpr double kRadialRelTol = 1e-13;  // relative
+constexpr double kRadialAbsTol = 2e-14;  // absolute floor, cancellation in u near r_cut
+// Central differences with h = 1e-6 Angstrom: truncation ~h^2 |f'''| ~ 1e-11, rounding ~1e-10.
+constexpr double kRadialFdStep = 1e-6;  // Angstrom
+constexpr double kRadialFdTol = 1e-8;   // absolute, per Angstrom
+
+template <class Exec>
+class RadialTest : public ::testing::Test {};
+TYPED_TEST_SUITE(RadialTest, test::ExecSpaces);
+
+TYPED_TEST(RadialTest, ValuesDerivativesAndBackward) {
+  using Exec = TypeParam;
+  const double rc = 5.0;
+  const int n_rbf = 8;
+  for (int p : {3, 5, 6}) {
+    std::vector<std::array<double, 3>> edges;
+    std::mt19937_64 rng(p);
+    std::normal_distribution<double> g;
+    std::uniform_real_distribution<double> len(0.5, 5.3);  // some beyond the cutoff
+    for (int e = 0; e < 64; ++e) {
+      std::array<double, 3> v{g(rng), g(rng), g(rng)};
+      const double n = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]), r = len(rng);
+      edges.push_back({v[0] * r / n, v[1] * r / n, v[2] * r / n});
+    }
+    const int E = int(edges.size());
+    kk::Vec3View<double, Exec> vec("vec", E), gv("grad_vec", E);
+    kk::View2<double, Exec> rbf("rbf", E, n_rbf), drbf("drbf", E, n_rbf), grbf("grad_rbf", E, n_rbf);
+    kk::View1<double, Exec> env("env", E), denv("denv", E), genv("grad_env", E);
+    auto hv = Kokkos::create_mirror_view(vec);
+    auto hg = Kokkos::create_mirror_view(grbf);
+    auto hge = Kokkos::create_mirror_view(genv);
+    std::uniform_real_distribution<double> w(-1, 1);
+    for (int e = 0; e < E; ++e) {
+      for (int k = 0; k < 3; ++k) hv(e, k) = edges[e][k];
+      for (int n = 0; n < n_rbf; ++n) hg(e, n) = w(rng);
+      hge(e) = w(rng);
+    }
+    Kokkos::deep_copy(vec, hv);
+    Kokkos::deep_copy(grbf, hg);
+    Kokkos::deep_copy(genv, hge);
+    kk::Radial<Exec> f{vec, rbf, env, drbf, denv, grbf, genv, gv, rc, n_rbf, p};
+    Exec exec;
+    Kokkos::parallel_for("test", kk::Range<Exec, kk::TagForward>(exec, 0, E), f);
+    Kokkos::parallel_for("test", kk::Range<Exec, kk::TagBackward>(exec, 0, E), f);
+    exec.fence("test");
+    auto hr = test::to_host(rbf), hdr = test::to_host(drbf), he = test::to_host(env), hde = test::to_host(denv);
+    auto hgv = test::to_host(gv);
+    for (int e = 0; e < E; ++e) {
+      const double r = std::sqrt(hv(e, 0) * hv(e, 0) + hv(e, 1) * hv(e, 1) + hv(e, 2) * hv(e, 2));
+      EXPECT_NEAR(he(e), ref_envelope(r, rc, p), kRadialRelTol * std::fabs(ref_envelope(r, rc, p)) + kRadialAbsTol);
+      const double fde = (ref_envelope(r + kRadialFdStep, rc, p) - ref_envelope(r - kRadialFdStep, rc, p)) / (2 * kRadialFdStep);
+      EXPECT_NEAR(hde(e), fde, kRadialFdTol);
+      double loss_grad = hge(e) * fde;
+      for (int n = 0; n < n_rbf; ++n) {
+        const double ref = ref_rbf(n + 1, r, rc, p);
+        EXPECT_NEAR(hr(e, n), ref, kRadialRelTol * std::fabs(ref) + kRadialAbsTol);
+        const double fd = (ref_rbf(n + 1, r + kRadialFdStep, rc, p) - ref_rbf(n + 1, r - kRadialFdStep, rc, p)) / (2 * kRadialFdStep);
+        EXPECT_NEAR(hdr(e, n), fd, kRadialFdTol);
+        loss_grad += hg(e, n) * fd;
+      }
+      for (int k = 0; k < 3; ++k) EXPECT_NEAR(hgv(e, k), loss_grad * hv(e, k) / r, 1e-7);
+      if (r >= rc) {
+        EXPECT_EQ(he(e), 0.0);
+        EXPECT_EQ(hde(e), 0.0);
+      }
+    }
+    // u, u', u'' vanish at the cutoff: u(rc - h) = O(h^3).
+    const double h = 1e-3;
+    EXPECT_LT(std::fabs(kk::envelope(rc - h, rc, p).u), 10 * std::pow(h / rc, 3) * p * p * p);
+    EXPECT_LT(std::fabs(kk::envelope(rc - h, rc, p).du_dr), 10 * std::pow(h / rc, 2) * p * p * p / rc);
+  }
+}
+
+}  // namespace
