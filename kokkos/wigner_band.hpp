@@ -166,6 +166,31 @@ struct WignerBand {
   }
 };
 
+// Backward: grad_vec[e, k] = sum_b grad_band[e, b] d band[e, b] / d r_e,k.
+template <class Exec, class Real>
+struct WignerBandBackward {
+  View2<const Real, Exec> grad_band;  // [E, band_size]
+  View3<const Real, Exec> dband;      // [E, band_size, 3] 1/Angstrom
+  Vec3View<double, Exec> grad_vec;    // [E, 3] output (overwritten)
+  KOKKOS_INLINE_FUNCTION void operator()(TagBackward, int e) const {
+    double acc[3] = {0.0, 0.0, 0.0};
+    const int size = static_cast<int>(grad_band.extent(1));
+    for (int b = 0; b < size; ++b) {
+      const double gb = double(grad_band(e, b));
+      for (int k = 0; k < 3; ++k) acc[k] += gb * double(dband(e, b, k));
+    }
+    for (int k = 0; k < 3; ++k) grad_vec(e, k) = acc[k];
+  }
+};
+
+template <class Exec, class Real>
+void wigner_band_backward(const Exec& exec, View2<const Real, Exec> grad_band, View3<const Real, Exec> dband,
+                          Vec3View<double, Exec> grad_vec) {
+  Kokkos::parallel_for("edgeframe::wigner_band_backward",
+                       Range<Exec, TagBackward>(exec, 0, static_cast<int>(grad_band.extent(0))),
+                       WignerBandBackward<Exec, Real>{grad_band, dband, grad_vec});
+}
+
 // Launch: band [E, band_size(lmax, mmax)], and dband [E, band_size, 3] unless it has extent 0.
 template <class Exec, class Real>
 void compute_wigner_band(const Exec& exec, Kokkos::View<const double* [3], Kokkos::LayoutRight, typename Exec::memory_space> vec,

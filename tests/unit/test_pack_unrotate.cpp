@@ -1,0 +1,295 @@
+// edge_frame_pack and unrotate_aggregate: forward against plain loops; backward by the adjoint
+// identities (each kernel is linear in each input separately, so <grad_out, f(.., d_in, ..)>
+// must equal <grad_in, d_in> exactly up to rounding); Serial vs OpenMP bit-identical; float
+// against double.
+#include <gtest/gtest.h>
+
+#include <Kokkos_Core.hpp>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "band_layout.hpp"
+#include "edge_frame_pack.hpp"
+#include "exec_spaces.hpp"
+#include "graph.hpp"
+#include "unrotate_aggregate.hpp"
+#include "wigner_band.hpp"
+
+namespace {
+
+using namespace edgeframe;
+
+// Kernel vs plain loop in double: same products, sums in a different order; values O(1..10).
+constexpr double kLoopRelTol = 1e-13;  // relative to the largest |value|
+// Adjoint identities: sums of ~1e4 products of O(1) numbers in two different orders.
+constexpr double kAdjointRelTol = 1e-12;  // relative to sum |terms|
+// float kernels against double ones: fp32 storage, double accumulation; inputs O(1).
+constexpr double kFloatRelTol = 2e-6;  // relative to the largest |value|
+
+struct Shape {
+  int lmax, mmax, channels;
+};
+
+struct HostCase {
+  Shape s;
+  int N = 0, E = 0, B = 0, K = 0, G = 0, D = 0;
+  std::vector<int> recv, send, recv_off, send_off, send_edges;
+  std::vector<double> band, env;           // [E, B], [E]
+  std::vector<double> n, g, grad_u, w, grad_agg;  // [N,D,C] [E,G,2C] [E,K,2C] [E,K,C] [N,D,C]
+};
+
+std::vector<double> random_vec(size_t size, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<double> v(size);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+// A cluster of 8 atoms (all pairs within the cutoff) and one isolated atom.
+HostCase make_case(Shape s, unsigned seed) {
+  using Exec = Kokkos::Serial;
+  HostCase h;
+  h.s = s;
+  h.N = 9;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 2.0);
+  kk::Vec3View<double, Exec> x("x", h.N);
+  for (int a = 0; a < 8; ++a)
+    for (int k = 0; k < 3; ++k) x(a, k) = u(rng);
+  for (int k = 0; k < 3; ++k) x(8, k) = 50.0;
+  std::vector<int> pi, pj;
+  for (int a = 0; a < h.N; ++a)
+    for (int b = a + 1; b < h.N; ++b) {
+      pi.push_back(a);
+      pj.push_back(b);
+    }
+  kk::View1<int, Exec> vi("i", pi.size()), vj("j", pj.size());
+  for (size_t p = 0; p < pi.size(); ++p) {
+    vi(p) = pi[p];
+    vj(p) = pj[p];
+  }
+  Exec exec;
+  kk::PairList<Exec> pl{vi, vj, {}, true};
+  const auto gr = kk::build_graph(exec, pl, kk::Vec3View<const double, Exec>(x), h.N, 6.0);
+  h.E = gr.n_edges;
+  kk::Vec3View<double, Exec> vec("vec", h.E);
+  kk::compute_edge_vectors(exec, gr, kk::Vec3View<const double, Exec>(x), vec);
+  h.B = kk::band_size(s.lmax, s.mmax);
+  h.K = kk::band_rows(s.lmax, s.mmax);
+  h.G = kk::gate_rows(s.lmax, s.mmax);
+  h.D = kk::n_coeffs(s.lmax);
+  kk::View2<double, Exec> band("band", h.E, h.B);
+  kk::compute_wigner_band<Exec, double>(exec, vec, {}, band, {}, s.lmax, s.mmax);
+  exec.fence("test");
+  h.band.assign(band.data(), band.data() + band.size());
+  h.recv.assign(gr.recv.data(), gr.recv.data() + h.E);
+  h.send.assign(gr.send.data(), gr.send.data() + h.E);
+  h.recv_off.assign(gr.recv_offsets.data(), gr.recv_offsets.data() + h.N + 1);
+  h.send_off.assign(gr.send_offsets.data(), gr.send_offsets.data() + h.N + 1);
+  h.send_edges.assign(gr.send_edges.data(), gr.send_edges.data() + h.E);
+  const int C = s.channels;
+  h.env = random_vec(h.E, rng);
+  h.n = random_vec(size_t(h.N) * h.D * C, rng);
+  h.g = random_vec(size_t(h.E) * h.G * 2 * C, rng);
+  h.grad_u = random_vec(size_t(h.E) * h.K * 2 * C, rng);
+  h.w = random_vec(size_t(h.E) * h.K * C, rng);
+  h.grad_agg = random_vec(size_t(h.N) * h.D * C, rng);
+  return h;
+}
+
+// ---- plain loops ----------------------------------------------------------------------------
+std::vector<double> ref_pack(const HostCase& h, const std::vector<double>& n, const std::vector<double>& band,
+                             const std::vector<double>& g) {
+  const int C = h.s.channels, L = h.s.lmax, M = h.s.mmax;
+  std::vector<double> u(size_t(h.E) * h.K * 2 * C, 0.0);
+  for (int e = 0; e < h.E; ++e)
+    for (int l = 0; l <= L; ++l) {
+      const int k = std::min(l, M);
+      for (int m = -k; m <= k; ++m)
+        for (int c = 0; c < 2 * C; ++c) {
+          const int node = c < C ? h.send[e] : h.recv[e];
+          double acc = 0;
+          for (int mp = -l; mp <= l; ++mp)
+            acc += band[size_t(e) * h.B + kk::band_index(l, m, mp, M)] * n[(size_t(node) * h.D + l * l + l + mp) * C + c % C];
+          u[(size_t(e) * h.K + kk::packed_row(l, m, L)) * 2 * C + c] = g[(size_t(e) * h.G + kk::gate_row(l, m, L)) * 2 * C + c] * acc;
+        }
+    }
+  return u;
+}
+
+std::vector<double> ref_unrot(const HostCase& h, const std::vector<double>& w, const std::vector<double>& band,
+                              const std::vector<double>& env, double scale) {
+  const int C = h.s.channels, L = h.s.lmax, M = h.s.mmax;
+  std::vector<double> agg(size_t(h.N) * h.D * C, 0.0);
+  for (int e = 0; e < h.E; ++e)
+    for (int l = 0; l <= L; ++l) {
+      const int k = std::min(l, M);
+      for (int mp = -l; mp <= l; ++mp)
+        for (int c = 0; c < C; ++c) {
+          double acc = 0;
+          for (int m = -k; m <= k; ++m)
+            acc += band[size_t(e) * h.B + kk::band_index(l, m, mp, M)] * w[(size_t(e) * h.K + kk::packed_row(l, m, L)) * C + c];
+          agg[(size_t(h.recv[e]) * h.D + l * l + l + mp) * C + c] += scale * env[e] * acc;
+        }
+    }
+  return agg;
+}
+
+double dot(const std::vector<double>& a, const std::vector<double>& b, double* abs_sum = nullptr) {
+  double s = 0, t = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    s += a[i] * b[i];
+    t += std::fabs(a[i] * b[i]);
+  }
+  if (abs_sum) *abs_sum = t;
+  return s;
+}
+
+double max_abs(const std::vector<double>& a) {
+  double m = 0;
+  for (double x : a) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+// ---- kernels on an execution space ------------------------------------------------------------
+template <class T, class Exec>
+kk::View1<T, Exec> up1(const std::vector<double>& v, const char* label) {
+  kk::View1<T, Exec> d(std::string(label), v.size());
+  auto h = Kokkos::create_mirror_view(d);
+  for (size_t i = 0; i < v.size(); ++i) h(i) = static_cast<T>(v[i]);
+  Kokkos::deep_copy(d, h);
+  return d;
+}
+template <class T, class Exec>
+kk::View1<const int, Exec> upi(const std::vector<int>& v) {
+  kk::View1<int, Exec> d("idx", v.size());
+  auto h = Kokkos::create_mirror_view(d);
+  for (size_t i = 0; i < v.size(); ++i) h(i) = v[i];
+  Kokkos::deep_copy(d, h);
+  return d;
+}
+template <class V>
+std::vector<double> down(const V& v) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  std::vector<double> out(h.size());
+  for (size_t i = 0; i < h.size(); ++i) out[i] = double(h.data()[i]);
+  return out;
+}
+template <class T, class Exec>
+kk::View3<T, Exec> as3(const kk::View1<T, Exec>& v, int a, int b, int c) {
+  return kk::View3<T, Exec>(v.data(), a, b, c);
+}
+
+struct Outputs {
+  std::vector<double> u, grad_n, grad_band_p, grad_g, agg, grad_w, grad_band_u, grad_env;
+};
+
+template <class Exec, class Real>
+Outputs run_kernels(const HostCase& h, const std::vector<double>& n, const std::vector<double>& band,
+                    const std::vector<double>& g, const std::vector<double>& w, const std::vector<double>& env,
+                    double scale) {
+  const int C = h.s.channels;
+  Exec exec;
+  auto dn = up1<Real, Exec>(n, "n"), dband = up1<Real, Exec>(band, "band"), dg = up1<Real, Exec>(g, "g");
+  auto dgu = up1<Real, Exec>(h.grad_u, "grad_u"), dw = up1<Real, Exec>(w, "w"), denv = up1<Real, Exec>(env, "env");
+  auto dga = up1<Real, Exec>(h.grad_agg, "grad_agg");
+  kk::View3<Real, Exec> u("u", h.E, h.K, 2 * C), grad_n("grad_n", h.N, h.D, C), grad_g("grad_g", h.E, h.G, 2 * C);
+  kk::View2<Real, Exec> gbp("gbp", h.E, h.B), gbu("gbu", h.E, h.B);
+  kk::View3<Real, Exec> agg("agg", h.N, h.D, C), grad_w("grad_w", h.E, h.K, C);
+  kk::View1<Real, Exec> genv("genv", h.E);
+  auto recv = upi<int, Exec>(h.recv), send = upi<int, Exec>(h.send), ro = upi<int, Exec>(h.recv_off),
+       so = upi<int, Exec>(h.send_off), se = upi<int, Exec>(h.send_edges);
+  kk::View2<const Real, Exec> band2(dband.data(), h.E, h.B);
+  kk::EdgeFramePack<Exec, Real> pack{as3<Real, Exec>(dn, h.N, h.D, C), band2, as3<Real, Exec>(dg, h.E, h.G, 2 * C),
+                                     recv, send, ro, so, se, u, as3<Real, Exec>(dgu, h.E, h.K, 2 * C), grad_n, gbp, grad_g,
+                                     h.s.lmax, h.s.mmax, C};
+  kk::edge_frame_pack_forward(exec, pack, h.E);
+  kk::edge_frame_pack_backward(exec, pack, h.E, h.N);
+  kk::UnrotateAggregate<Exec, Real> unrot{as3<Real, Exec>(dw, h.E, h.K, C), band2, denv, recv, ro, agg,
+                                          as3<Real, Exec>(dga, h.N, h.D, C), grad_w, gbu, genv, scale,
+                                          h.s.lmax, h.s.mmax, C};
+  kk::unrotate_aggregate_forward(exec, unrot, h.N);
+  kk::unrotate_aggregate_backward(exec, unrot, h.E);
+  exec.fence("test: results to the host");
+  return {down(u), down(grad_n), down(gbp), down(grad_g), down(agg), down(grad_w), down(gbu), down(genv)};
+}
+
+const Shape kShapes[] = {{2, 1, 5}, {3, 1, 4}, {2, 2, 3}, {4, 2, 6}};
+constexpr double kScale = 1.0 / 7.5;  // 1 / avg_neighbors
+
+template <class Exec>
+class PackUnrotateTest : public ::testing::Test {};
+TYPED_TEST_SUITE(PackUnrotateTest, test::ExecSpaces);
+
+TYPED_TEST(PackUnrotateTest, ForwardMatchesPlainLoops) {
+  for (const Shape& s : kShapes) {
+    const auto h = make_case(s, 17);
+    const auto out = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale);
+    const auto u = ref_pack(h, h.n, h.band, h.g);
+    const auto agg = ref_unrot(h, h.w, h.band, h.env, kScale);
+    const double su = max_abs(u), sa = max_abs(agg);
+    for (size_t i = 0; i < u.size(); ++i) ASSERT_NEAR(out.u[i], u[i], kLoopRelTol * su) << i;
+    for (size_t i = 0; i < agg.size(); ++i) ASSERT_NEAR(out.agg[i], agg[i], kLoopRelTol * sa) << i;
+    // the isolated atom (8) receives nothing
+    for (int q = 0; q < h.D * s.channels; ++q) ASSERT_EQ(out.agg[size_t(8) * h.D * s.channels + q], 0.0);
+  }
+}
+
+TYPED_TEST(PackUnrotateTest, BackwardSatisfiesTheAdjointIdentities) {
+  for (const Shape& s : kShapes) {
+    const auto h = make_case(s, 23);
+    std::mt19937_64 rng(99);
+    const auto out = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale);
+    auto check = [&](const std::vector<double>& lhs_out, const std::vector<double>& grad_out,
+                     const std::vector<double>& grad_in, const std::vector<double>& d_in, const char* what) {
+      double t1, t2;
+      const double a = dot(grad_out, lhs_out, &t1), b = dot(grad_in, d_in, &t2);
+      EXPECT_NEAR(a, b, kAdjointRelTol * std::max(t1, t2)) << what << " L=" << s.lmax << " mmax=" << s.mmax;
+    };
+    const auto dn = random_vec(h.n.size(), rng), dband = random_vec(h.band.size(), rng),
+               dg = random_vec(h.g.size(), rng), dw = random_vec(h.w.size(), rng), denv = random_vec(h.env.size(), rng);
+    check(ref_pack(h, dn, h.band, h.g), h.grad_u, out.grad_n, dn, "pack d/dn");
+    check(ref_pack(h, h.n, dband, h.g), h.grad_u, out.grad_band_p, dband, "pack d/dband");
+    check(ref_pack(h, h.n, h.band, dg), h.grad_u, out.grad_g, dg, "pack d/dg");
+    check(ref_unrot(h, dw, h.band, h.env, kScale), h.grad_agg, out.grad_w, dw, "unrotate d/dw");
+    check(ref_unrot(h, h.w, dband, h.env, kScale), h.grad_agg, out.grad_band_u, dband, "unrotate d/dband");
+    check(ref_unrot(h, h.w, h.band, denv, kScale), h.grad_agg, out.grad_env, denv, "unrotate d/denv");
+  }
+}
+
+TYPED_TEST(PackUnrotateTest, FloatAgreesWithDouble) {
+  for (const Shape& s : kShapes) {
+    const auto h = make_case(s, 31);
+    const auto d = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale);
+    const auto f = run_kernels<TypeParam, float>(h, h.n, h.band, h.g, h.w, h.env, kScale);
+    for (auto [a, b] : {std::pair{&d.u, &f.u}, {&d.grad_n, &f.grad_n}, {&d.grad_band_p, &f.grad_band_p},
+                        {&d.grad_g, &f.grad_g}, {&d.agg, &f.agg}, {&d.grad_w, &f.grad_w},
+                        {&d.grad_band_u, &f.grad_band_u}, {&d.grad_env, &f.grad_env}}) {
+      const double sc = max_abs(*a);
+      for (size_t i = 0; i < a->size(); ++i) ASSERT_NEAR((*a)[i], (*b)[i], kFloatRelTol * sc);
+    }
+  }
+}
+
+TEST(PackUnrotate, SerialAndOpenMPAreBitIdentical) {
+#ifdef KOKKOS_ENABLE_OPENMP
+  for (const Shape& s : kShapes) {
+    const auto h = make_case(s, 5);
+    const auto a = run_kernels<Kokkos::Serial, double>(h, h.n, h.band, h.g, h.w, h.env, kScale);
+    const auto b = run_kernels<Kokkos::OpenMP, double>(h, h.n, h.band, h.g, h.w, h.env, kScale);
+    EXPECT_EQ(a.u, b.u);
+    EXPECT_EQ(a.grad_n, b.grad_n);
+    EXPECT_EQ(a.grad_band_p, b.grad_band_p);
+    EXPECT_EQ(a.grad_g, b.grad_g);
+    EXPECT_EQ(a.agg, b.agg);
+    EXPECT_EQ(a.grad_w, b.grad_w);
+    EXPECT_EQ(a.grad_band_u, b.grad_band_u);
+    EXPECT_EQ(a.grad_env, b.grad_env);
+  }
+#else
+  GTEST_SKIP() << "this Kokkos has no OpenMP backend";
+#endif
+}
+
+}  // namespace
