@@ -55,6 +55,14 @@ stamp_set() { date -u +%FT%TZ > "$prefix/stamps/$1"; }
 apt_packages=(cmake ninja-build ccache g++ libopenmpi-dev openmpi-bin googletest libgtest-dev
               nlohmann-json3-dev python3-venv curl xz-utils)
 install_apt() {
+  if [[ $variant != cpu ]]; then
+    # The GPU machine has a fixed image and no network: check the tools instead of installing.
+    for tool in cmake ninja nvcc; do
+      command -v "$tool" >/dev/null || { echo "bootstrap: '$tool' not found on this GPU machine" >&2; exit 1; }
+    done
+    log "GPU machine: cmake, ninja, nvcc present (apt-get skipped)"
+    return
+  fi
   local missing=()
   for p in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -131,6 +139,7 @@ build_kokkos() {
   rm -rf "$src" "$bld"; mkdir -p "$src"
   tar xzf "$tb" -C "$src" --strip-components=1
   local opts=(-DKokkos_ENABLE_SERIAL=ON)
+  command -v ccache >/dev/null && opts+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   if [[ $variant == cpu ]]; then
     opts+=(-DKokkos_ENABLE_OPENMP=ON)
   else
@@ -140,7 +149,7 @@ build_kokkos() {
   log "building Kokkos $kokkos_version ($variant)"
   cmake -S "$src" -B "$bld" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_STANDARD=20 \
     -DBUILD_SHARED_LIBS=ON -DKokkos_ENABLE_IMPL_VIEW_LEGACY=ON \
-    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_INSTALL_PREFIX="$kokkos_prefix" "${opts[@]}" >"$bld.log" 2>&1 \
+    -DCMAKE_INSTALL_PREFIX="$kokkos_prefix" "${opts[@]}" >"$bld.log" 2>&1 \
     || { tail -30 "$bld.log"; exit 1; }
   cmake --build "$bld" -j "$jobs" >>"$bld.log" 2>&1 && cmake --install "$bld" >>"$bld.log" 2>&1 \
     || { tail -30 "$bld.log"; exit 1; }
@@ -151,11 +160,23 @@ build_kokkos() {
 unpack_lammps() {
   local key="lammps-$lammps_version-src"
   if stamp_ok "$key"; then return; fi
-  local tb; tb=$(fetch_tarball "$lammps_tarball" "$lammps_sha256" l/lammps)
-  log "unpacking LAMMPS source into $lammps_src"
   rm -rf "$lammps_src"; mkdir -p "$lammps_src"
-  # The tarball has no top directory. Docs, examples and benchmarks are not needed.
-  tar xzf "$tb" -C "$lammps_src" --exclude=./doc --exclude=./bench --exclude=doc --exclude=bench
+  local trimmed="${EDGEFRAME_TARBALLS:-/nonexistent}/lammps-$lammps_version-trimmed.tar.xz"
+  if [[ -f "$trimmed" ]]; then
+    # Made by scripts/pack_for_device.sh from the verified Debian tarball (the GPU machine has
+    # no network and a call carries at most 64 MiB); its own checksum travels beside it.
+    (cd "$(dirname "$trimmed")" && sha256sum -c --quiet "$(basename "$trimmed").sha256") \
+      || { echo "bootstrap: checksum mismatch for $trimmed" >&2; exit 1; }
+    log "unpacking trimmed LAMMPS source into $lammps_src"
+    tar xJf "$trimmed" -C "$lammps_src"
+  else
+    local tb; tb=$(fetch_tarball "$lammps_tarball" "$lammps_sha256" l/lammps)
+    log "unpacking LAMMPS source into $lammps_src"
+    # The tarball has no top directory. Docs, examples and benchmarks are not needed.
+    tar xzf "$tb" -C "$lammps_src" --exclude=doc --exclude=bench
+    tar xzf "$tb" -C "$lammps_src" doc/lammps.1 doc/msi2lmp.1   # installed man pages
+  fi
+  mkdir -p "$lammps_src/bench"   # LAMMPS' install step copies this folder; we do not ship it
   # LAMMPS asks for Kokkos 5.1.0; 5.0.2 (Debian's) compiles and runs (DESIGN.md §5).
   sed -i 's/find_package(Kokkos 5.1.0 REQUIRED CONFIG)/find_package(Kokkos 5.0.2 REQUIRED CONFIG)/' \
     "$lammps_src/cmake/Modules/Packages/KOKKOS.cmake"
@@ -170,18 +191,23 @@ build_lammps() {
   unpack_lammps
   local bld="$prefix/build/lammps-$variant"
   local opts=()
+  # MPI where the machine has it (the CPU machines do; the GPU image may not: then LAMMPS'
+  # serial STUBS library stands in and runs are single-rank).
+  if command -v mpicxx >/dev/null; then opts+=(-DBUILD_MPI=ON); else opts+=(-DBUILD_MPI=OFF); fi
+  command -v ccache >/dev/null && opts+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   if [[ $variant == cpu ]]; then
     opts+=(-DBUILD_OMP=ON)
   else
     opts+=("-DCMAKE_CXX_COMPILER=$kokkos_prefix/bin/nvcc_wrapper" -DBUILD_OMP=OFF)
   fi
   log "building LAMMPS $lammps_version ($variant): about 8 min on 2 cores from scratch"
-  rm -rf "$bld"
+  # An existing build folder is reused (ninja rebuilds only what changed, e.g. after a failed
+  # install); a new LAMMPS version or variant gets its own folder through its name.
   cmake -S "$lammps_src/cmake" -B "$bld" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_INSTALL_PREFIX="$lammps_prefix" -DBUILD_SHARED_LIBS=ON -DLAMMPS_INSTALL_RPATH=ON \
-    -DBUILD_MPI=ON -DPKG_KOKKOS=ON -DEXTERNAL_KOKKOS=ON -DKokkos_ROOT="$kokkos_prefix" \
+    -DPKG_KOKKOS=ON -DEXTERNAL_KOKKOS=ON -DKokkos_ROOT="$kokkos_prefix" \
     -DPKG_PLUGIN=ON -DPKG_MANYBODY=ON -DBUILD_TOOLS=OFF -DWITH_JPEG=OFF -DWITH_PNG=OFF \
-    -DWITH_FFMPEG=OFF -DWITH_GZIP=OFF -DCMAKE_CXX_COMPILER_LAUNCHER=ccache "${opts[@]}" \
+    -DWITH_FFMPEG=OFF -DWITH_GZIP=OFF "${opts[@]}" \
     >"$bld.log" 2>&1 || { tail -40 "$bld.log"; exit 1; }
   cmake --build "$bld" -j "$jobs" >>"$bld.log" 2>&1 || { tail -40 "$bld.log"; exit 1; }
   cmake --install "$bld" >>"$bld.log" 2>&1 || { tail -40 "$bld.log"; exit 1; }

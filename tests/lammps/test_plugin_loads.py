@@ -64,3 +64,14 @@ def test_run_without_engine_stops_with_a_clear_error_and_no_thermo(lammps, tmp_p
     assert run.returncode != 0
     assert "evaluator engine is not built into this plugin" in run.output
     assert "Step" not in run.output
+
+
+def test_kokkos_suffix_run_stops_with_the_same_clear_error(lammps, tmp_path):
+    # -sf kk selects edgeframe/kk (Kokkos OpenMP here); it must refuse to run just the same.
+    (tmp_path / "model.safetensors").write_bytes(b"\0" * 16)
+    run = lammps(DIAMOND_BOX + "pair_style edgeframe\npair_coeff * * model.safetensors C\nrun 1\n",
+                 args=("-k", "on", "t", "1", "-sf", "kk"))
+    assert run.returncode != 0
+    assert "KOKKOS mode with Kokkos version 5.0.2" in run.output
+    assert "evaluator engine is not built into this plugin" in run.output
+    assert "Step" not in run.output
