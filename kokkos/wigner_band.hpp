@@ -150,12 +150,10 @@ struct WignerBand {
     for (int m = -k; m <= k; ++m) {
       double v[NT];
       for (int q = 0; q < NT; ++q) {
-        switch (m) {
-          case 0: v[q] = F.c[0][q]; break;
-          case 1: v[q] = a1 * F.c[1][q]; break;
-          case -1: v[q] = a1 * F.c[2][q]; break;
-          case 2: v[q] = a2 * (F.c[3][q] - F.c[4][q]); break;
-          default: v[q] = a2 * F.c[5][q]; break;  // m = -2
+        v[q] = m == 0 ? F.c[0][q] : (m == 1 ? a1 * F.c[1][q] : a1 * F.c[2][q]);
+        if constexpr (Order == 2) {
+          if (m == 2) v[q] = a2 * (F.c[3][q] - F.c[4][q]);
+          if (m == -2) v[q] = a2 * F.c[5][q];
         }
       }
       const int idx = band_index(l, m, mp, Order);

@@ -1,0 +1,68 @@
+// The potential file (doc/potential-format.md): a safetensors file whose header metadata holds
+// the model config as JSON under the key "edgeframe". This reader parses the bytes itself and
+// makes the same rejections as the Python reader (tools/edgeframe_ref/potential_io.py), each a
+// FormatError whose message names the file and the defect. It never reads outside the buffer,
+// whatever the bytes: every length is checked before use.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace edgeframe {
+
+// Hyperparameters (doc/model.md "Hyperparameters"); species index = position in `species`.
+struct ModelConfig {
+  std::vector<std::string> species;
+  std::vector<double> e0;  // eV, one per species
+  double r_cut = 0;        // Angstrom
+  int lmax = 0, mmax = 0, channels = 0, hidden_channels = 0, ffn_channels = 0, layers = 0;
+  int n_rbf = 0, envelope_p = 0, edge_emb = 0, radial_hidden = 0, readout_hidden = 0;
+  double avg_neighbors = 0, norm_eps = 0;
+
+  int num_coeffs() const { return (lmax + 1) * (lmax + 1); }
+  // G = sum_{m=0..mmax} (L+1-m) * 2C, the radial MLP's output width.
+  int radial_out() const;
+};
+
+struct TensorData {
+  std::vector<std::int64_t> shape;
+  std::vector<double> values;  // row-major, widened to double from the stored dtype
+};
+
+struct Potential {
+  std::string path;
+  ModelConfig config;
+  std::string dtype;              // storage dtype: "float64" or "float32"
+  std::string trained_precision;  // as written by the trainer
+  std::map<std::string, std::string> provenance;  // data, date, code_version
+  std::vector<std::pair<std::string, TensorData>> tensors;  // in parameter_shapes order
+
+  const TensorData& tensor(const std::string& name) const;  // throws InputError if absent
+  // pair_coeff mapping: element symbols (one per LAMMPS type, "NULL" allowed) -> species index
+  // or -1 for NULL. Throws InputError naming the element and listing the species.
+  std::vector<int> species_map(const std::vector<std::string>& elements) const;
+};
+
+// Engine limits beyond the format: the kernels are compiled for lmax <= kMaxLmax, and sizes are
+// capped so that no product of hyperparameters can overflow.
+inline constexpr int kMaxLmax = 8;
+inline constexpr int kMaxWidth = 1 << 16;  // channels, hidden sizes, n_rbf, layers, ...
+
+inline constexpr const char* kFormatName = "edgeframe-potential";
+inline constexpr int kFormatVersion = 1;
+inline constexpr std::uint64_t kMaxHeaderBytes = 100000000;  // the safetensors package's limit
+
+// Name -> shape of every tensor of the model, in file order (tools/edgeframe_ref/config.py).
+std::vector<std::pair<std::string, std::vector<std::int64_t>>> parameter_shapes(const ModelConfig& cfg);
+
+// Reads and validates a potential file. Throws FormatError ("potential file <path>: <defect>")
+// or InputError if the file cannot be opened.
+Potential read_potential(const std::string& path);
+// Same on bytes already in memory; `path` only names the source in messages.
+Potential parse_potential(const std::uint8_t* bytes, std::size_t size, const std::string& path);
+
+}  // namespace edgeframe
