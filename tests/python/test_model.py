@@ -271,3 +271,14 @@ def test_every_weight_matters(lmax, mmax):
         else:
             assert g is not None and g.abs().max() > 0, f"{name} has no effect on the energy"
     assert n_dead == 2 * 4 * mmax + 2   # 2 layers x (so2_1, so2_2) x (W_r, W_i) per m, + gate
+
+
+def test_checkpointing_changes_nothing():
+    model = small_model(3, 2, r_cut=R_CUT, layers=3)
+    atoms = periodic_system()
+    a = evaluate(model, atoms)
+    model.checkpoint_layers = True
+    b = evaluate(model, atoms)
+    assert a["energy"] == b["energy"]
+    assert np.abs(a["forces"] - b["forces"]).max() < 1e-14
+    assert np.abs(a["virial"] - b["virial"]).max() < 1e-13

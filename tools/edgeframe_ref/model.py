@@ -7,6 +7,7 @@ Weights follow the torch convention y = x W^T + b (weight [out, in]).
 
 import torch
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 from .band import band_blocks, wigner_band
 from .config import ModelConfig, parameter_shapes, radial_out
@@ -21,6 +22,10 @@ class EdgeFrameModel(torch.nn.Module):
             self._register(name, torch.nn.Parameter(torch.zeros(shape, dtype=torch.float64)))
         self.register_buffer("e0", torch.tensor([cfg.e0[s] for s in cfg.species],
                                                 dtype=torch.float64), persistent=False)
+        # Runtime switch (not a hyperparameter): recompute each layer's edge activations in the
+        # backward pass instead of storing them (torch.utils.checkpoint). Same results, peak
+        # memory of about one layer instead of T; used by the benchmark for large boxes.
+        self.checkpoint_layers = False
 
     def _register(self, name, param):
         """Register a parameter under a dotted name (state_dict key == file tensor name)."""
@@ -34,6 +39,27 @@ class EdgeFrameModel(torch.nn.Module):
 
     def p(self, name):
         return self.get_parameter(name)
+
+    def row_tables(self, device):
+        """Index tables between band-row order and block order (both [E, R, channels]).
+
+        Band-row order: l = 0..L, then m = -k..k (k = min(l, mmax)), as in the band.
+        Block order: block 0 rows (l, 0) for l = 0..L; then for m = 1..mmax the +m rows (l, m)
+        and the -m rows (l, -m) for l = m..L.
+        Returns (rows per l, pack, unpack, block sizes): y_blocks = y_rows[:, pack] and
+        y_rows = y_blocks[:, unpack].
+        """
+        L, M = self.cfg.lmax, self.cfg.mmax
+        order = [(l, m) for l in range(L + 1) for m in range(-min(l, M), min(l, M) + 1)]
+        where = {lm: r for r, lm in enumerate(order)}
+        blocks = [[(l, 0) for l in range(L + 1)]]
+        for m in range(1, M + 1):
+            blocks += [[(l, m) for l in range(m, L + 1)], [(l, -m) for l in range(m, L + 1)]]
+        pack = [where[lm] for b in blocks for lm in b]
+        unpack = sorted(range(len(pack)), key=lambda r: pack[r])
+        rows = [2 * min(l, M) + 1 for l in range(L + 1)]
+        as_index = lambda v: torch.tensor(v, dtype=torch.int64, device=device)  # noqa: E731
+        return rows, as_index(pack), as_index(unpack), [len(b) for b in blocks]
 
     # ---------------------------------------------------------------- building blocks
     def rms_norm_eq(self, h, scale):
@@ -84,13 +110,16 @@ class EdgeFrameModel(torch.nn.Module):
         # a. equivariant RMS norm
         n = self.rms_norm_eq(h, self.p(pre + "norm_scale"))
         # b. rotate into the edge frame (rows |m| <= min(l, mmax) only) and pack by m
-        x = torch.cat([n[edge_j], n[edge_i]], dim=-1)                  # [E, D, 2C], sender first
-        ys = [bands[l] @ x[:, l * l:(l + 1) ** 2, :] for l in range(L + 1)]  # [E, 2k+1, 2C]
-        ks = [min(l, M) for l in range(L + 1)]
-        blocks = {0: torch.stack([ys[l][:, ks[l]] for l in range(L + 1)], dim=1)}
+        rows, pack, unpack, sizes = self.row_tables(h.device)
+        ys = []
+        for l in range(L + 1):
+            nl = n[:, l * l:(l + 1) ** 2]
+            x = torch.cat([nl[edge_j], nl[edge_i]], dim=-1)          # [E, 2l+1, 2C], sender first
+            ys.append(bands[l] @ x)                                  # [E, 2k+1, 2C]
+        packed = torch.cat(ys, dim=1)[:, pack].split(sizes, dim=1)    # block order
+        blocks = {0: packed[0]}
         for m in range(1, M + 1):
-            blocks[m] = (torch.stack([ys[l][:, ks[l] + m] for l in range(m, L + 1)], dim=1),
-                         torch.stack([ys[l][:, ks[l] - m] for l in range(m, L + 1)], dim=1))
+            blocks[m] = (packed[2 * m - 1], packed[2 * m])
         # c. radial modulation, one multiplier per (block m, l, input channel)
         emb = self.p(pre + "edge_embedding")
         a = torch.cat([rbf, emb[species[edge_i]], emb[species[edge_j]]], dim=-1)
@@ -109,16 +138,9 @@ class EdgeFrameModel(torch.nn.Module):
         blocks = self.gate(blocks, gate)
         blocks, _ = self.so2_linear(pre + "so2_2", blocks, C, False)
         # g. unpack, unrotate with the same band, envelope, aggregate into receivers
-        msgs = []
-        for l in range(L + 1):
-            k = ks[l]
-            rows = [None] * (2 * k + 1)
-            rows[k] = blocks[0][:, l]
-            for m in range(1, k + 1):
-                rows[k + m] = blocks[m][0][:, l - m]
-                rows[k - m] = blocks[m][1][:, l - m]
-            w = torch.stack(rows, dim=1)                                 # [E, 2k+1, C]
-            msgs.append(bands[l].transpose(1, 2) @ w)                    # [E, 2l+1, C]
+        w = torch.cat([blocks[0]] + [b for m in range(1, M + 1) for b in blocks[m]], dim=1)
+        w = w[:, unpack].split(rows, dim=1)                            # per l: [E, 2k+1, C]
+        msgs = [bands[l].transpose(1, 2) @ w[l] for l in range(L + 1)]   # [E, 2l+1, C]
         msg = torch.cat(msgs, dim=1) * u[:, None, None]
         agg = torch.zeros_like(h).index_add(0, edge_i, msg)
         h = h + agg / cfg.avg_neighbors
@@ -169,5 +191,9 @@ class EdgeFrameModel(torch.nn.Module):
         h = emb.new_zeros(N, cfg.num_coeffs, cfg.channels)
         h = torch.cat([emb[species][:, None, :], h[:, 1:]], dim=1)
         for t in range(cfg.layers):
-            h = self.interaction(t, h, species, edge_i, edge_j, bands, rbf, u)
+            args = (t, h, species, edge_i, edge_j, bands, rbf, u)
+            if self.checkpoint_layers and torch.is_grad_enabled():
+                h = torch.utils.checkpoint.checkpoint(self.interaction, *args, use_reentrant=False)
+            else:
+                h = self.interaction(*args)
         return self.readout_energy(h, species)

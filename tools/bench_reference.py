@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Baseline timings of the PyTorch reference: energy + forces, eager and torch.compile.
+
+    python tools/bench_reference.py --device cpu --sizes 512 --repeats 3
+    python tools/bench_reference.py --device cuda                   # full table on a GPU
+
+For every (system, size, shape, mode) a fresh worker process builds the box (diamond C or bcc
+Cu, replicated to about --sizes atoms, rattled 0.02 A), a random-weight model of the shape
+(DESIGN.md §2: L2 / L3 at full size, C = 128, T = 4) and the neighbour list (timed apart: it is
+rebuilt only every few steps in MD), then times a step = edge vectors from positions, forward,
+one backward for the forces. Reported: median step time over --repeats after --warmup steps,
+atom-steps/s, edges per atom, peak memory (CUDA: max_memory_allocated; CPU: peak RSS of the
+worker process), and for compile the time of the first (compiling) call. A worker that fails
+(out of memory, compiler error, timeout) reports why and the table says so.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+SYSTEMS = {"diamond": 8, "bcc": 2}      # atoms per cubic cell
+
+
+# ------------------------------------------------------------------------------ worker
+def run_case(case):
+    import torch
+    from edgeframe_ref.neighbors import edge_vectors, neighbor_list
+    from edgeframe_ref.random_init import make_config, random_model
+    from edgeframe_ref.structures import bcc, diamond, rattle, replicas_for
+
+    if case["threads"]:
+        torch.set_num_threads(case["threads"])
+    if case["max_memory_gb"] > 0:
+        # Fail with a clean "can't allocate memory" instead of waking the OOM killer on a
+        # shared machine: cap the address space at what is mapped now plus the budget.
+        vm = int(next(ln.split()[1] for ln in open("/proc/self/status")
+                      if ln.startswith("VmSize:"))) * 1024
+        budget = int(case["max_memory_gb"] * 2 ** 30)
+        resource.setrlimit(resource.RLIMIT_AS, (vm + budget, resource.RLIM_INFINITY))
+    device = torch.device(case["device"])
+    dtype = getattr(torch, case["dtype"])
+    reps = replicas_for(case["size"], SYSTEMS[case["system"]])
+    atoms = diamond(reps) if case["system"] == "diamond" else bcc(reps)
+    atoms = rattle(atoms, 0.02, seed=1)
+    model = random_model(make_config(case["shape"]), seed=0, dtype=dtype, device=device)
+    model.requires_grad_(False)
+    model.checkpoint_layers = case["checkpoint"]
+
+    t0 = time.perf_counter()
+    i, j, shift = neighbor_list(atoms.positions, atoms.cell, atoms.pbc, model.cfg.r_cut)
+    t_nl = time.perf_counter() - t0
+    i, j, shift = i.to(device), j.to(device), shift.to(device)
+    species = torch.tensor([model.cfg.species.index(s) for s in atoms.symbols], device=device)
+    pos = torch.as_tensor(atoms.positions, dtype=torch.float64, device=device)
+    cell = torch.as_tensor(atoms.cell, dtype=torch.float64, device=device)
+
+    forward = model
+    if case["mode"] == "compile":
+        forward = torch.compile(model, dynamic=False)
+
+    def step():
+        vec64 = edge_vectors(pos, cell, i, j, shift)
+        vec = vec64.to(dtype).requires_grad_(True)
+        energies = forward(species, i, j, vec)
+        (g,) = torch.autograd.grad(energies.sum(), vec)
+        g = g.to(torch.float64)
+        forces = torch.zeros_like(pos).index_add_(0, i, g).index_add_(0, j, -g)
+        return energies.double().sum(), forces
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    first = None
+    for w in range(case["warmup"]):
+        t0 = time.perf_counter()
+        energy, forces = step()
+        sync()
+        if w == 0:
+            first = time.perf_counter() - t0
+    times = []
+    for _ in range(case["repeats"]):
+        t0 = time.perf_counter()
+        energy, forces = step()
+        sync()
+        times.append(time.perf_counter() - t0)
+    if device.type == "cuda":
+        peak = torch.cuda.max_memory_allocated(device)
+        peak_kind = "cuda max_memory_allocated"
+    else:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        peak_kind = "peak RSS of worker"
+    med = statistics.median(times)
+    return dict(case, n_atoms=len(atoms), replicas=list(reps), n_edges=int(i.numel()),
+                edges_per_atom=i.numel() / len(atoms), neighbor_s=t_nl, first_call_s=first,
+                times_s=times, median_s=med, atom_steps_per_s=len(atoms) / med,
+                peak_bytes=int(peak), peak_kind=peak_kind, energy=float(energy),
+                max_force=float(forces.abs().max()), error=None)
+
+
+def worker_main(spec):
+    case = json.loads(spec)
+    try:
+        out = run_case(case)
+    except Exception as err:   # report, never hang the driver
+        msg = f"{type(err).__name__}: {err}".strip().splitlines()
+        out = dict(case, error=" ".join(msg)[:400])
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+# ------------------------------------------------------------------------------ driver
+def fmt_row(r):
+    head = f"{r['system']:8s} {r['size']:>5d} {r['shape']:4s} {r['mode']:8s}"
+    if r.get("error"):
+        return f"{head} FAILED: {r['error']}"
+    first = f"{r['first_call_s']:8.2f}" if r.get("first_call_s") is not None else "       -"
+    return (f"{head} {r['n_atoms']:>6d} {r['edges_per_atom']:7.1f} {r['median_s'] * 1e3:11.1f} "
+            f"{r['atom_steps_per_s']:12.1f} {r['peak_bytes'] / 2 ** 20:10.0f} {first}")
+
+
+HEADER = (f"{'system':8s} {'size':>5s} {'shp':4s} {'mode':8s} {'atoms':>6s} {'edge/at':>7s} "
+          f"{'median ms':>11s} {'atom-step/s':>12s} {'peak MiB':>10s} {'1st call s':>8s}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    ap.add_argument("--systems", default="diamond,bcc")
+    ap.add_argument("--sizes", default="500,2000,4400", help="target atom counts")
+    ap.add_argument("--shapes", default="L2,L3")
+    ap.add_argument("--modes", default="eager,compile")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=2, help="untimed steps first (>= 1)")
+    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
+    ap.add_argument("--checkpoint", action="store_true",
+                    help="recompute layer activations in the backward pass (less memory)")
+    ap.add_argument("--max-memory-gb", type=float, default=None,
+                    help="CPU only: cap each worker's extra address space (default: 80%% of "
+                         "MemAvailable; 0: no cap)")
+    ap.add_argument("--case-timeout", type=float, default=3600, help="seconds per case")
+    ap.add_argument("--out", type=pathlib.Path, default=pathlib.Path("bench_reference.json"))
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        return worker_main(args.worker)
+
+    import torch
+    max_mem = args.max_memory_gb
+    if max_mem is None:
+        max_mem = 0.0
+        if not args.device.startswith("cuda"):
+            avail = next(int(ln.split()[1]) for ln in open("/proc/meminfo")
+                         if ln.startswith("MemAvailable:"))
+            max_mem = round(0.8 * avail / 2 ** 20, 1)
+    cases = [dict(system=s, size=int(n), shape=sh, mode=m, device=args.device,
+                  dtype=args.dtype, repeats=args.repeats, warmup=max(1, args.warmup),
+                  threads=args.threads, checkpoint=args.checkpoint, max_memory_gb=max_mem)
+             for s in args.systems.split(",") for n in args.sizes.split(",")
+             for sh in args.shapes.split(",") for m in args.modes.split(",")]
+    env = {"python": sys.version.split()[0], "torch": torch.__version__,
+           "platform": platform.platform(), "cpu_count": os.cpu_count(),
+           "torch_threads": args.threads or torch.get_num_threads(),
+           "cuda_device": (torch.cuda.get_device_name(torch.device(args.device))
+                           if args.device.startswith("cuda") and torch.cuda.is_available()
+                           else None),
+           "command": " ".join([pathlib.Path(sys.argv[0]).as_posix()] + sys.argv[1:])}
+    print(f"edgeframe reference benchmark: {len(cases)} cases on {args.device} "
+          f"({env['cuda_device'] or platform.processor() or 'cpu'}), {args.dtype}, "
+          f"torch {torch.__version__}, checkpoint {args.checkpoint}, "
+          f"worker memory cap {max_mem or 'none'} GB", flush=True)
+    print(HEADER, flush=True)
+    results = []
+    for k, case in enumerate(cases):
+        label = f"[{k + 1}/{len(cases)}] {case['system']} {case['size']} {case['shape']} " \
+                f"{case['mode']}"
+        print(f"  ... {label}", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run([sys.executable, __file__, "--worker", json.dumps(case)],
+                                  capture_output=True, text=True, timeout=args.case_timeout)
+            lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+            if lines:
+                r = json.loads(lines[-1][7:])
+            else:
+                tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+                r = dict(case, error=f"worker exited with status {proc.returncode} "
+                                     f"(killed for memory?): {tail}"[:400])
+        except subprocess.TimeoutExpired:
+            r = dict(case, error=f"timeout after {args.case_timeout:.0f} s")
+        r["wall_s"] = time.perf_counter() - t0
+        results.append(r)
+        print(fmt_row(r), flush=True)
+        args.out.write_text(json.dumps({"env": env, "results": results}, indent=1) + "\n")
+    print(f"wrote {args.out}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
