@@ -176,7 +176,8 @@ unpack_lammps() {
     tar xzf "$tb" -C "$lammps_src" --exclude=doc --exclude=bench
     tar xzf "$tb" -C "$lammps_src" doc/lammps.1 doc/msi2lmp.1   # installed man pages
   fi
-  mkdir -p "$lammps_src/bench"   # LAMMPS' install step copies this folder; we do not ship it
+  # LAMMPS' install step copies these folders; the trimmed GPU tree does not carry them.
+  mkdir -p "$lammps_src/bench" "$lammps_src/potentials"
   # LAMMPS asks for Kokkos 5.1.0; 5.0.2 (Debian's) compiles and runs (DESIGN.md §5).
   sed -i 's/find_package(Kokkos 5.1.0 REQUIRED CONFIG)/find_package(Kokkos 5.0.2 REQUIRED CONFIG)/' \
     "$lammps_src/cmake/Modules/Packages/KOKKOS.cmake"
