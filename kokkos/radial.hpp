@@ -41,9 +41,10 @@ struct Radial {
   View1<double, Exec> denv;           // [E] du/dr, 1/Angstrom
   View2<const Real, Exec> grad_rbf;   // [E, n_rbf] (backward)
   View1<const Real, Exec> grad_env;   // [E] or extent 0 (backward)
-  Vec3View<double, Exec> grad_vec;    // [E, 3] (backward output, overwritten)
+  Vec3View<double, Exec> grad_vec;    // [E, 3] (backward output)
   double r_cut;                       // Angstrom
   int n_rbf, p;
+  bool accumulate = false;            // backward adds to grad_vec instead of overwriting it
 
   KOKKOS_INLINE_FUNCTION double length(int e) const {
     return Kokkos::sqrt(vec(e, 0) * vec(e, 0) + vec(e, 1) * vec(e, 1) + vec(e, 2) * vec(e, 2));
@@ -68,7 +69,7 @@ struct Radial {
     double g = grad_env.extent(0) ? double(grad_env(e)) * denv(e) : 0.0;
     if (grad_rbf.extent(0))
       for (int n = 0; n < n_rbf; ++n) g += double(grad_rbf(e, n)) * drbf(e, n);
-    for (int k = 0; k < 3; ++k) grad_vec(e, k) = g * vec(e, k) / r;
+    for (int k = 0; k < 3; ++k) grad_vec(e, k) = (accumulate ? grad_vec(e, k) : 0.0) + g * vec(e, k) / r;
   }
 };
 

@@ -1,0 +1,103 @@
+// The one place where Kokkos views and torch tensors meet (STYLE.md §5). Views wrap tensor
+// memory and tensors wrap view memory, never copying; every crossing checks dtype, device,
+// rank, sizes and contiguity once, here, and throws ComputeError naming the tensor otherwise.
+// On CUDA the Kokkos execution-space instance is built on torch's current stream, so kernels
+// and torch ops are ordered without a fence.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <Kokkos_Core.hpp>
+#include <string>
+#include <type_traits>
+
+#include "errors.hpp"
+#include "kernel_common.hpp"
+
+namespace edgeframe::bridge {
+
+using Exec = Kokkos::DefaultExecutionSpace;
+using Mem = Exec::memory_space;
+
+template <class T>
+constexpr torch::Dtype dtype_of() {
+  using U = std::remove_const_t<T>;
+  if constexpr (std::is_same_v<U, double>) return torch::kFloat64;
+  else if constexpr (std::is_same_v<U, float>) return torch::kFloat32;
+  else if constexpr (std::is_same_v<U, int>) return torch::kInt32;
+  else static_assert(sizeof(U) == 0, "no torch dtype for this element type");
+}
+
+inline torch::Device device() {
+#ifdef KOKKOS_ENABLE_CUDA
+  return torch::Device(torch::kCUDA, c10::cuda::current_device());
+#else
+  return torch::Device(torch::kCPU);
+#endif
+}
+
+// Execution-space instance to launch on: torch's current stream on CUDA, the default instance
+// on host backends.
+inline Exec exec_instance() {
+#ifdef KOKKOS_ENABLE_CUDA
+  return Exec(c10::cuda::getCurrentCUDAStream().stream(), Kokkos::Impl::ManageStream::no);
+#else
+  return Exec();
+#endif
+}
+
+inline void check(const torch::Tensor& t, torch::Dtype dtype, int64_t rank, const char* what) {
+  if (!t.defined()) throw ComputeError(std::string("edgeframe bridge: tensor ") + what + " is undefined");
+  if (t.scalar_type() != dtype)
+    throw ComputeError(std::string("edgeframe bridge: tensor ") + what + " has dtype " +
+                       std::string(c10::toString(t.scalar_type())) + ", expected " + std::string(c10::toString(dtype)));
+  if (t.device().type() != device().type())
+    throw ComputeError(std::string("edgeframe bridge: tensor ") + what + " is on " + t.device().str() +
+                       ", the Kokkos kernels run on " + device().str());
+  if (t.dim() != rank)
+    throw ComputeError(std::string("edgeframe bridge: tensor ") + what + " has rank " + std::to_string(t.dim()) +
+                       ", expected " + std::to_string(rank));
+  if (!t.is_contiguous())
+    throw ComputeError(std::string("edgeframe bridge: tensor ") + what + " is not contiguous");
+}
+
+// Views over tensor memory (a view built from a pointer does not own or count it: unmanaged),
+// typed as the kernels take them. The tensor must outlive the view.
+template <class T>
+using Unmanaged1 = kk::View1<T, Exec>;
+template <class T>
+using Unmanaged2 = kk::View2<T, Exec>;
+template <class T>
+using Unmanaged3 = kk::View3<T, Exec>;
+
+template <class T>
+Unmanaged1<T> view1(const torch::Tensor& t, const char* what) {
+  check(t, dtype_of<T>(), 1, what);
+  return Unmanaged1<T>(static_cast<T*>(t.data_ptr()), t.size(0));
+}
+template <class T>
+Unmanaged2<T> view2(const torch::Tensor& t, const char* what) {
+  check(t, dtype_of<T>(), 2, what);
+  return Unmanaged2<T>(static_cast<T*>(t.data_ptr()), t.size(0), t.size(1));
+}
+template <class T>
+Unmanaged3<T> view3(const torch::Tensor& t, const char* what) {
+  check(t, dtype_of<T>(), 3, what);
+  return Unmanaged3<T>(static_cast<T*>(t.data_ptr()), t.size(0), t.size(1), t.size(2));
+}
+
+// Tensor over view memory (no copy, not owning). The view must outlive the tensor; the
+// evaluator's workspace guarantees that for one compute() call.
+template <class View>
+torch::Tensor tensor_of(const View& v, std::initializer_list<int64_t> sizes) {
+  using T = typename View::value_type;
+  int64_t count = 1;
+  for (auto s : sizes) count *= s;
+  if (static_cast<size_t>(count) > v.span())
+    throw ComputeError("edgeframe bridge: tensor over view " + v.label() + " needs " + std::to_string(count) +
+                       " elements, the view has " + std::to_string(v.span()));
+  return torch::from_blob(const_cast<std::remove_const_t<T>*>(v.data()), torch::IntArrayRef(sizes),
+                          torch::TensorOptions().dtype(dtype_of<T>()).device(device()));
+}
+
+}  // namespace edgeframe::bridge

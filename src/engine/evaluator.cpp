@@ -1,0 +1,299 @@
+// The model of doc/model.md on top of the kernels: dense parts (radial MLPs, SO(2) linears,
+// gates, feed-forward, readout) as LibTorch ops, the edge-frame parts as the autograd functions
+// of ops.hpp, forces from one backward pass, sums in double by the kernels of forces.hpp.
+#include "evaluator.hpp"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "band_layout.hpp"
+#include "bridge.hpp"
+#include "errors.hpp"
+#include "forces.hpp"
+#include "ops.hpp"
+#include "workspace.hpp"
+
+namespace edgeframe {
+
+using torch::Tensor;
+namespace F = torch::nn::functional;
+
+Precision parse_precision(const std::string& name) {
+  if (name == "fp64") return Precision::fp64;
+  if (name == "fp32") return Precision::fp32;
+  throw InputError("unknown precision '" + name + "' (valid: fp64, fp32)");
+}
+
+std::string to_string(Precision p) { return p == Precision::fp64 ? "fp64" : "fp32"; }
+
+AtomGraph make_graph(const kk::PairList<Exec>& pairs, kk::Vec3View<const double, Exec> positions,
+                     kk::View1<const int, Exec> species, int n_local, double cutoff) {
+  if (species.extent(0) != positions.extent(0))
+    throw InputError("make_graph: " + std::to_string(species.extent(0)) + " species for " +
+                     std::to_string(positions.extent(0)) + " positions");
+  if (n_local < 0 || std::size_t(n_local) > positions.extent(0))
+    throw InputError("make_graph: n_local " + std::to_string(n_local) + " out of range");
+  AtomGraph g;
+  g.edges = kk::build_graph(Exec(), pairs, positions, static_cast<int>(positions.extent(0)), cutoff);
+  g.species = species;
+  g.n_local = n_local;
+  return g;
+}
+
+namespace {
+
+struct LayerWeights {
+  Tensor norm_scale;                 // [L+1, C]
+  Tensor rad_w0_rbf, rad_recv, rad_send, rad_b0, rad_w1, rad_b1, rad_w2, rad_b2;
+  Tensor so2_1_w0, so2_1_b0, so2_2_w0, so2_2_b0;
+  std::vector<Tensor> so2_1_big, so2_2_big;  // per m = 1..mmax: [[Wr, -Wi], [Wi, Wr]]
+  Tensor ffn_scale, ffn_w1, ffn_b1, ffn_wg, ffn_bg, ffn_w2, ffn_b2;
+};
+
+}  // namespace
+
+struct Evaluator::Impl {
+  ModelConfig cfg;
+  Precision precision;
+  torch::Dtype dtype;
+  Workspace workspace;
+  Tensor species_embedding, e0, readout_scale, readout_w0, readout_b0, readout_w1, readout_b1;
+  std::vector<LayerWeights> layers;
+
+  Impl(const Potential& pot, EvaluatorOptions opt)
+      : cfg(pot.config),
+        precision(opt.precision),
+        dtype(opt.precision == Precision::fp64 ? torch::kFloat64 : torch::kFloat32),
+        workspace(opt.poison_scratch || std::getenv("EDGEFRAME_POISON_SCRATCH") != nullptr) {
+    if (cfg.lmax > kk::kMaxL) throw InputError("potential " + pot.path + ": lmax exceeds the compiled maximum");
+    // Stored values widened to double exactly, then cast once to the compute dtype.
+    auto w = [&](const std::string& name) {
+      const TensorData& t = pot.tensor(name);
+      Tensor cpu = torch::from_blob(const_cast<double*>(t.values.data()), torch::IntArrayRef(t.shape), torch::kFloat64);
+      return cpu.clone();
+    };
+    auto to_dev = [&](const Tensor& t) { return t.to(bridge::device(), dtype).contiguous(); };
+    const int n_rbf = cfg.n_rbf, ee = cfg.edge_emb, L = cfg.lmax;
+    species_embedding = to_dev(w("species_embedding"));
+    e0 = to_dev(torch::tensor(cfg.e0, torch::kFloat64));
+    readout_scale = to_dev(w("readout.norm_scale"));
+    readout_w0 = to_dev(w("readout.0.weight"));
+    readout_b0 = to_dev(w("readout.0.bias"));
+    readout_w1 = to_dev(w("readout.1.weight"));
+    readout_b1 = to_dev(w("readout.1.bias"));
+    for (int t = 0; t < cfg.layers; ++t) {
+      const std::string p = "layers." + std::to_string(t) + ".";
+      LayerWeights lw;
+      lw.norm_scale = to_dev(w(p + "norm_scale"));
+      // First radial linear on [rbf, emb(s_i), emb(s_j)] split into its rbf part and two
+      // per-species tables (emb @ W^T), gathered per edge: the same sum, fewer flops.
+      const Tensor w0 = w(p + "radial.0.weight"), emb = w(p + "edge_embedding");
+      lw.rad_w0_rbf = to_dev(w0.narrow(1, 0, n_rbf));
+      lw.rad_recv = to_dev(emb.matmul(w0.narrow(1, n_rbf, ee).t()));
+      lw.rad_send = to_dev(emb.matmul(w0.narrow(1, n_rbf + ee, ee).t()));
+      lw.rad_b0 = to_dev(w(p + "radial.0.bias"));
+      lw.rad_w1 = to_dev(w(p + "radial.1.weight"));
+      lw.rad_b1 = to_dev(w(p + "radial.1.bias"));
+      lw.rad_w2 = to_dev(w(p + "radial.2.weight"));
+      lw.rad_b2 = to_dev(w(p + "radial.2.bias"));
+      lw.so2_1_w0 = to_dev(w(p + "so2_1.m0.weight"));
+      lw.so2_1_b0 = to_dev(w(p + "so2_1.m0.bias"));
+      lw.so2_2_w0 = to_dev(w(p + "so2_2.m0.weight"));
+      lw.so2_2_b0 = to_dev(w(p + "so2_2.m0.bias"));
+      for (int m = 1; m <= cfg.mmax; ++m) {
+        for (int which = 1; which <= 2; ++which) {
+          const std::string q = p + "so2_" + std::to_string(which) + ".m" + std::to_string(m);
+          const Tensor wr = w(q + ".weight_r"), wi = w(q + ".weight_i");
+          const Tensor big = torch::cat({torch::cat({wr, -wi}, 1), torch::cat({wi, wr}, 1)}, 0);
+          (which == 1 ? lw.so2_1_big : lw.so2_2_big).push_back(to_dev(big));
+        }
+      }
+      lw.ffn_scale = to_dev(w(p + "ffn_norm_scale"));
+      lw.ffn_w1 = to_dev(w(p + "ffn.lin1.weight"));
+      lw.ffn_b1 = to_dev(w(p + "ffn.lin1.bias"));
+      lw.ffn_wg = to_dev(w(p + "ffn.gate.weight"));
+      lw.ffn_bg = to_dev(w(p + "ffn.gate.bias"));
+      lw.ffn_w2 = to_dev(w(p + "ffn.lin2.weight"));
+      lw.ffn_b2 = to_dev(w(p + "ffn.lin2.bias"));
+      layers.push_back(std::move(lw));
+    }
+    (void)L;
+  }
+
+  // Per degree l: h / sqrt(mean_{m,c} h^2 + eps) * scale[l, c].  h [N, D, C]
+  Tensor rms_norm_eq(const Tensor& h, const Tensor& scale) const {
+    std::vector<Tensor> parts;
+    for (int l = 0; l <= cfg.lmax; ++l) {
+      const Tensor hl = h.narrow(1, l * l, 2 * l + 1);
+      const Tensor rms = torch::sqrt(hl.pow(2).mean({1, 2}, true) + cfg.norm_eps);
+      parts.push_back(hl / rms * scale[l]);
+    }
+    return torch::cat(parts, 1);
+  }
+
+  // SO(2) linear over the packed rows: x [E, K, Cin] -> ([E, K, Cout], gate [E, L, Cout] or undefined)
+  Tensor so2_linear(const Tensor& x, const Tensor& w0, const Tensor& b0, const std::vector<Tensor>& big, int cout,
+                    Tensor* gate) const {
+    const int L = cfg.lmax, E = static_cast<int>(x.size(0)), K = static_cast<int>(x.size(1));
+    const int cin = static_cast<int>(x.size(2));
+    const Tensor x2 = x.reshape({E, K * cin});
+    const Tensor z0 = torch::addmm(b0, x2.narrow(1, 0, (L + 1) * cin), w0.t());
+    std::vector<Tensor> out{z0.narrow(1, 0, (L + 1) * cout).reshape({E, L + 1, cout})};
+    if (gate) *gate = z0.narrow(1, (L + 1) * cout, L * cout).reshape({E, L, cout});
+    for (int m = 1; m <= cfg.mmax; ++m) {
+      const int rows = 2 * (L + 1 - m);
+      const Tensor xm = x2.narrow(1, kk::packed_block_start(m, L) * cin, rows * cin);
+      out.push_back(xm.mm(big[m - 1].t()).reshape({E, rows, cout}));
+    }
+    return torch::cat(out, 1);
+  }
+
+  // l = 0 features -> SiLU; every l >= 1 row (any block) times sigmoid(gate[l]).
+  Tensor gate(const Tensor& x, const Tensor& gate) const {
+    const int L = cfg.lmax;
+    const Tensor sig = torch::sigmoid(gate);  // [E, L, Ch], index l-1
+    std::vector<Tensor> mult{sig};            // block 0 rows l = 1..L
+    for (int m = 1; m <= cfg.mmax; ++m) {
+      mult.push_back(sig.narrow(1, m - 1, L + 1 - m));  // (l, +m), l = m..L
+      mult.push_back(sig.narrow(1, m - 1, L + 1 - m));  // (l, -m)
+    }
+    const int K = static_cast<int>(x.size(1));
+    return torch::cat({F::silu(x.narrow(1, 0, 1)), x.narrow(1, 1, K - 1) * torch::cat(mult, 1)}, 1);
+  }
+
+  Tensor feed_forward(const LayerWeights& lw, const Tensor& h) const {
+    const int L = cfg.lmax, N = static_cast<int>(h.size(0));
+    const Tensor n = rms_norm_eq(h, lw.ffn_scale);
+    const Tensor q = torch::sigmoid(torch::addmm(lw.ffn_bg, n.select(1, 0), lw.ffn_wg.t())).reshape({N, L, -1});
+    std::vector<Tensor> out;
+    for (int l = 0; l <= L; ++l) {
+      Tensor a = n.narrow(1, l * l, 2 * l + 1).matmul(lw.ffn_w1[l].t());
+      if (l == 0) {
+        a = F::silu(a + lw.ffn_b1);
+        out.push_back(a.matmul(lw.ffn_w2[l].t()) + lw.ffn_b2);
+      } else {
+        a = a * q.narrow(1, l - 1, 1);
+        out.push_back(a.matmul(lw.ffn_w2[l].t()));
+      }
+    }
+    return torch::cat(out, 1);
+  }
+
+  Tensor interaction(const LayerWeights& lw, const Tensor& h, const Tensor& band, const Tensor& rbf, const Tensor& env,
+                     const Tensor& sp_recv, const Tensor& sp_send, impl::StepContext& step) const {
+    const int E = static_cast<int>(band.size(0)), C = cfg.channels;
+    const Tensor n = rms_norm_eq(h, lw.norm_scale);
+    Tensor a = torch::addmm(lw.rad_b0, rbf, lw.rad_w0_rbf.t()) + lw.rad_recv.index_select(0, sp_recv) +
+               lw.rad_send.index_select(0, sp_send);
+    a = F::silu(a);
+    a = F::silu(torch::addmm(lw.rad_b1, a, lw.rad_w1.t()));
+    const Tensor g = torch::addmm(lw.rad_b2, a, lw.rad_w2.t()).reshape({E, kk::gate_rows(cfg.lmax, cfg.mmax), 2 * C});
+    const Tensor u = impl::edge_frame_pack(n, band, g, step);
+    Tensor gates;
+    Tensor x = so2_linear(u, lw.so2_1_w0, lw.so2_1_b0, lw.so2_1_big, cfg.hidden_channels, &gates);
+    x = gate(x, gates);
+    const Tensor wmsg = so2_linear(x, lw.so2_2_w0, lw.so2_2_b0, lw.so2_2_big, C, nullptr);
+    const Tensor h1 = h + impl::unrotate_aggregate(wmsg, band, env, step);
+    return h1 + feed_forward(lw, h1);
+  }
+
+  Tensor readout(const Tensor& h, const Tensor& species) const {
+    Tensor f = h.select(1, 0);
+    f = f / torch::sqrt(f.pow(2).mean(-1, true) + cfg.norm_eps) * readout_scale;
+    f = F::silu(torch::addmm(readout_b0, f, readout_w0.t()));
+    return torch::addmm(readout_b1, f, readout_w1.t()).select(1, 0) + e0.index_select(0, species);
+  }
+};
+
+Evaluator::Evaluator(const Potential& potential, EvaluatorOptions options)
+    : m_impl(std::make_unique<Impl>(potential, options)) {}
+Evaluator::~Evaluator() = default;
+const ModelConfig& Evaluator::config() const { return m_impl->cfg; }
+Precision Evaluator::precision() const { return m_impl->precision; }
+std::size_t Evaluator::workspace_allocations() const { return m_impl->workspace.allocations(); }
+std::size_t Evaluator::workspace_bytes() const { return m_impl->workspace.bytes(); }
+
+Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what) {
+  Impl& m = *m_impl;
+  const ModelConfig& cfg = m.cfg;
+  const auto& g = graph.edges;
+  const int N = g.n_nodes, E = g.n_edges;
+  if (positions.extent(0) != std::size_t(N) || graph.species.extent(0) != std::size_t(N))
+    throw InputError("Evaluator::compute: graph has " + std::to_string(N) + " nodes but " +
+                     std::to_string(positions.extent(0)) + " positions and " + std::to_string(graph.species.extent(0)) +
+                     " species");
+  if (what.roll.extent(0) != 0 && what.roll.extent(0) != std::size_t(E))
+    throw InputError("Evaluator::compute: roll must have one angle per edge");
+  torch::InferenceMode inference_off(false);  // we need autograd even if a caller disabled it
+  Workspace& ws = m.workspace;
+  const Exec exec = bridge::exec_instance();
+
+  impl::StepContext step;
+  step.graph = g;
+  step.roll = what.roll;
+  step.workspace = &ws;
+  step.dtype = m.dtype;
+  step.lmax = cfg.lmax;
+  step.mmax = cfg.mmax;
+  step.channels = cfg.channels;
+  step.n_rbf = cfg.n_rbf;
+  step.envelope_p = cfg.envelope_p;
+  step.r_cut = cfg.r_cut;
+  step.scale = 1.0 / cfg.avg_neighbors;
+
+  // Geometry in double: r_e = x_j - x_i + shift.
+  kk::Vec3View<double, Exec> vec(ws.take<double>(Workspace::kVec, std::size_t(E) * 3), E);
+  kk::compute_edge_vectors(exec, g, positions, vec);
+  Result res;
+  res.energies = kk::View1<double, Exec>(ws.take<double>(Workspace::kEnergies, N), N);
+  res.forces = kk::Vec3View<double, Exec>(ws.take<double>(Workspace::kForces, std::size_t(N) * 3), N);
+  res.atom_virial = kk::View2<double, Exec>(ws.take<double>(Workspace::kAtomVirial, std::size_t(N) * 9), N, 9);
+  const int n_chunks = std::max({(E + kk::kSumChunk - 1) / kk::kSumChunk, (graph.n_local + kk::kSumChunk - 1) / kk::kSumChunk, 1});
+  kk::View2<double, Exec> partials(ws.take<double>(Workspace::kPartials, std::size_t(n_chunks) * 10), n_chunks, 10);
+  kk::View1<double, Exec> sums(ws.take<double>(Workspace::kSums, 10), 10);
+  exec.fence("edgeframe: edge vectors handed to torch");
+
+  const bool grad = what.forces || what.virial || what.atom_virial;
+  const Tensor vec_t = bridge::tensor_of(vec, {E, 3}).requires_grad_(grad);
+  const auto geo = impl::edge_geometry(vec_t, step);
+  const Tensor &band = geo[0], &rbf = geo[1], &env = geo[2];
+
+  const Tensor species = bridge::tensor_of(graph.species, {N}).to(torch::kLong);
+  const Tensor recv = bridge::tensor_of(g.recv, {E}).to(torch::kLong), send = bridge::tensor_of(g.send, {E}).to(torch::kLong);
+  const Tensor sp_recv = species.index_select(0, recv), sp_send = species.index_select(0, send);
+
+  Tensor h = torch::zeros({N, cfg.num_coeffs(), cfg.channels}, torch::TensorOptions().dtype(m.dtype).device(bridge::device()));
+  h.select(1, 0).copy_(m.species_embedding.index_select(0, species));
+  for (const auto& lw : m.layers) h = m.interaction(lw, h, band, rbf, env, sp_recv, sp_send, step);
+  const Tensor energies = m.readout(h, species);
+
+  // dE/dr_e from one backward pass through every layer and the band.
+  Tensor grad_vec;
+  if (grad && E > 0) {
+    const Tensor e_local = energies.narrow(0, 0, graph.n_local).sum();
+    grad_vec = torch::autograd::grad({e_local}, {vec_t}, {}, false, false, true)[0];
+  }
+  if (!grad_vec.defined()) grad_vec = torch::zeros({E, 3}, torch::TensorOptions().dtype(torch::kFloat64).device(bridge::device()));
+  grad_vec = grad_vec.contiguous();
+  const Tensor energies64 = energies.detach().to(torch::kFloat64).contiguous();
+  kk::Vec3View<const double, Exec> gv(grad_vec.data_ptr<double>(), E);
+  Kokkos::deep_copy(exec, res.energies, kk::View1<const double, Exec>(energies64.data_ptr<double>(), N));
+
+  kk::NodeForces<Exec> nf{g.recv_offsets, g.send_offsets, g.send_edges, vec, gv, res.forces,
+                          what.atom_virial ? res.atom_virial : kk::View2<double, Exec>()};
+  if (grad) kk::node_forces(exec, nf, N);
+  kk::GlobalSums<Exec> gs{vec, gv, res.energies, partials, sums, E, graph.n_local, n_chunks};
+  kk::global_sums(exec, gs);
+  auto host_sums = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sums);  // host boundary: fences
+  res.energy = host_sums(9);
+  for (int q = 0; q < 9; ++q) res.virial[q] = host_sums(q);
+  if (!std::isfinite(res.energy)) throw ComputeError("edgeframe: the energy is not finite (" + std::to_string(res.energy) + ")");
+  for (int q = 0; q < 9; ++q)
+    if (!std::isfinite(res.virial[q])) throw ComputeError("edgeframe: non-finite forces (dE/dr_e has NaN or Inf)");
+  return res;
+}
+
+}  // namespace edgeframe

@@ -1,0 +1,84 @@
+// The engine's one entry point (STYLE.md §2): Evaluator::compute(graph, positions, what).
+// Shared by the host pair style, the /kk style, the tests and the benchmark. No torch and no
+// LAMMPS in this header; the model lives behind a pointer to an implementation.
+//
+// Inputs live in Kokkos::DefaultExecutionSpace's memory (device memory on CUDA builds).
+// Nodes 0..n_local-1 are the atoms whose energies count; nodes n_local.. are ghosts/images
+// whose features are computed but whose energies are not summed. Forces come for every node
+// (LAMMPS folds ghost forces back with its reverse communication).
+#pragma once
+
+#include <Kokkos_Core.hpp>
+#include <array>
+#include <memory>
+#include <string>
+
+#include "graph.hpp"
+#include "kernel_common.hpp"
+#include "potential.hpp"
+
+namespace edgeframe {
+
+using Exec = Kokkos::DefaultExecutionSpace;
+
+enum class Precision { fp64, fp32 };
+Precision parse_precision(const std::string& name);  // "fp64" | "fp32"; throws InputError
+std::string to_string(Precision p);
+
+// Built once per neighbour-list rebuild (make_graph).
+struct AtomGraph {
+  kk::Graph<Exec> edges;                 // receiver-sorted directed edges, graph.hpp
+  kk::View1<const int, Exec> species;    // [N] species index of every node (potential order)
+  int n_local = 0;
+};
+
+// pairs: neighbour pairs (graph.hpp); positions: [N, 3] Angstrom at build time; species: [N].
+// Keeps pairs with 0 < r < cutoff at build time. Pass cutoff = r_cut + skin to build once per
+// neighbour-list rebuild: edges beyond r_cut then contribute exactly nothing (the envelope and
+// all its derivatives are zero there).
+AtomGraph make_graph(const kk::PairList<Exec>& pairs, kk::Vec3View<const double, Exec> positions,
+                     kk::View1<const int, Exec> species, int n_local, double cutoff);
+
+struct What {
+  bool forces = true;        // and with them dE/dr_e
+  bool energies = false;     // per-atom energies
+  bool virial = false;       // global 3x3
+  bool atom_virial = false;  // per-atom 3x3
+  kk::View1<const double, Exec> roll;  // tests only: [E] extra roll of each edge frame (radians)
+};
+
+// Views alias the evaluator's workspace and stay valid until the next compute() call.
+struct Result {
+  double energy = 0.0;                   // eV, sum over local atoms, accumulated in double
+  std::array<double, 9> virial{};        // eV, W_ab = -sum_e r_e,a (dE/dr_e)_b, row-major
+  kk::View1<double, Exec> energies;      // [N] eV (when asked)
+  kk::Vec3View<double, Exec> forces;     // [N, 3] eV/Angstrom (when asked)
+  kk::View2<double, Exec> atom_virial;   // [N, 9] eV (when asked)
+};
+
+struct EvaluatorOptions {
+  Precision precision = Precision::fp64;
+  bool poison_scratch = false;  // debug: fill freshly grown scratch with NaN (also EDGEFRAME_POISON_SCRATCH=1)
+};
+
+class Evaluator {
+ public:
+  Evaluator(const Potential& potential, EvaluatorOptions options = {});
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
+
+  Result compute(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what = {});
+
+  const ModelConfig& config() const;
+  Precision precision() const;
+  // Workspace growth events so far (a warm step adds none) and bytes held.
+  std::size_t workspace_allocations() const;
+  std::size_t workspace_bytes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace edgeframe

@@ -1,0 +1,264 @@
+// The kernel pairs as torch::autograd::Functions. Scratch for the geometry (band and its
+// derivative, radial basis and derivatives, dE/dvec) comes from the workspace; kernel outputs
+// that autograd keeps (packed features, aggregates, their gradients) are torch tensors.
+#include "ops.hpp"
+
+#include <cstdint>
+
+#include "band_layout.hpp"
+#include "edge_frame_pack.hpp"
+#include "radial.hpp"
+#include "unrotate_aggregate.hpp"
+#include "wigner_band.hpp"
+
+namespace edgeframe::impl {
+
+namespace {
+
+using torch::Tensor;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+using Exec = bridge::Exec;
+
+StepContext& step_of(AutogradContext* ctx) {
+  return *reinterpret_cast<StepContext*>(ctx->saved_data["step"].toInt());
+}
+
+torch::TensorOptions options(torch::Dtype dtype) { return torch::TensorOptions().dtype(dtype).device(bridge::device()); }
+
+// Host backends run torch ops on the calling thread right after: make the kernels' writes
+// visible first. On CUDA the kernels are on torch's stream and no fence is needed.
+void fence_for_torch(const Exec& exec) {
+#ifndef KOKKOS_ENABLE_CUDA
+  exec.fence("edgeframe: kernel results handed to torch");
+#else
+  (void)exec;
+#endif
+}
+
+kk::Vec3View<const double, Exec> vec_view(const Tensor& vec) {
+  bridge::check(vec, torch::kFloat64, 2, "edge vectors");
+  if (vec.size(1) != 3) throw ComputeError("edgeframe: edge vectors must be [E, 3]");
+  return kk::Vec3View<const double, Exec>(vec.data_ptr<double>(), vec.size(0));
+}
+
+// Gradients arrive from autograd possibly undefined (output unused) or non-contiguous.
+Tensor grad_or_zeros(const Tensor& g, torch::IntArrayRef sizes, torch::Dtype dtype) {
+  if (!g.defined()) return torch::zeros(sizes, options(dtype));
+  return g.contiguous();
+}
+
+// ---- edge geometry: band (+ derivative) and radial basis ---------------------------------------
+struct EdgeGeometryFn : public torch::autograd::Function<EdgeGeometryFn> {
+  template <class Real>
+  static variable_list run_forward(const Tensor& vec, StepContext& s) {
+    const int E = static_cast<int>(vec.size(0));
+    const int B = kk::band_size(s.lmax, s.mmax);
+    Workspace& ws = *s.workspace;
+    kk::View2<Real, Exec> band(ws.take<Real>(Workspace::kBand, std::size_t(E) * B), E, B);
+    kk::View3<Real, Exec> dband(ws.take<Real>(Workspace::kDBand, std::size_t(E) * B * 3), E, B, 3);
+    kk::View2<Real, Exec> rbf(ws.take<Real>(Workspace::kRbf, std::size_t(E) * s.n_rbf), E, s.n_rbf);
+    kk::View2<double, Exec> drbf(ws.take<double>(Workspace::kDRbf, std::size_t(E) * s.n_rbf), E, s.n_rbf);
+    kk::View1<Real, Exec> env(ws.take<Real>(Workspace::kEnv, E), E);
+    kk::View1<double, Exec> denv(ws.take<double>(Workspace::kDEnv, E), E);
+    const auto v = vec_view(vec);
+    const Exec exec = bridge::exec_instance();
+    kk::compute_wigner_band<Exec, Real>(exec, v, s.roll, band, dband, s.lmax, s.mmax);
+    kk::Radial<Exec, Real> radial{v, rbf, env, drbf, denv, {}, {}, {}, s.r_cut, s.n_rbf, s.envelope_p};
+    Kokkos::parallel_for("edgeframe::radial", kk::Range<Exec, kk::TagForward>(exec, 0, E), radial);
+    fence_for_torch(exec);
+    return {bridge::tensor_of(band, {E, B}), bridge::tensor_of(rbf, {E, s.n_rbf}), bridge::tensor_of(env, {E})};
+  }
+
+  template <class Real>
+  static Tensor run_backward(const Tensor& vec, const variable_list& grads, StepContext& s) {
+    const int E = static_cast<int>(vec.size(0));
+    const int B = kk::band_size(s.lmax, s.mmax);
+    Workspace& ws = *s.workspace;
+    // The forward's views, same slots, same sizes (nothing grows between forward and backward).
+    kk::View3<const Real, Exec> dband(ws.take<Real>(Workspace::kDBand, std::size_t(E) * B * 3), E, B, 3);
+    kk::View2<double, Exec> drbf(ws.take<double>(Workspace::kDRbf, std::size_t(E) * s.n_rbf), E, s.n_rbf);
+    kk::View1<double, Exec> denv(ws.take<double>(Workspace::kDEnv, E), E);
+    kk::Vec3View<double, Exec> grad_vec(ws.take<double>(Workspace::kGradVec, std::size_t(E) * 3), E);
+    const Tensor gb = grad_or_zeros(grads[0], {E, B}, s.dtype);
+    const Tensor gr = grad_or_zeros(grads[1], {E, s.n_rbf}, s.dtype);
+    const Tensor ge = grad_or_zeros(grads[2], {E}, s.dtype);
+    const auto v = vec_view(vec);
+    const Exec exec = bridge::exec_instance();
+    kk::wigner_band_backward<Exec, Real>(exec, bridge::view2<const Real>(gb, "grad band"), dband, grad_vec);
+    kk::Radial<Exec, Real> radial{v, {}, {}, drbf, denv, bridge::view2<const Real>(gr, "grad rbf"),
+                                  bridge::view1<const Real>(ge, "grad env"), grad_vec, s.r_cut, s.n_rbf,
+                                  s.envelope_p, true};
+    Kokkos::parallel_for("edgeframe::radial_backward", kk::Range<Exec, kk::TagBackward>(exec, 0, E), radial);
+    fence_for_torch(exec);
+    return bridge::tensor_of(grad_vec, {E, 3});
+  }
+
+  static variable_list forward(AutogradContext* ctx, const Tensor& vec, std::int64_t step_handle) {
+    ctx->saved_data["step"] = step_handle;
+    ctx->save_for_backward({vec});
+    StepContext& s = step_of(ctx);
+    return s.dtype == torch::kFloat64 ? run_forward<double>(vec, s) : run_forward<float>(vec, s);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    StepContext& s = step_of(ctx);
+    const Tensor vec = ctx->get_saved_variables()[0];
+    const Tensor gv = s.dtype == torch::kFloat64 ? run_backward<double>(vec, grads, s) : run_backward<float>(vec, grads, s);
+    return {gv, Tensor()};
+  }
+};
+
+// ---- edge_frame_pack --------------------------------------------------------------------------
+template <class Real>
+kk::EdgeFramePack<Exec, Real> pack_functor(const StepContext& s, const Tensor& n, const Tensor& band, const Tensor& g) {
+  kk::EdgeFramePack<Exec, Real> f;
+  f.n = bridge::view3<const Real>(n, "pack input n");
+  f.band = bridge::view2<const Real>(band, "band");
+  f.g = bridge::view3<const Real>(g, "radial multipliers g");
+  f.recv = s.graph.recv;
+  f.send = s.graph.send;
+  f.recv_offsets = s.graph.recv_offsets;
+  f.send_offsets = s.graph.send_offsets;
+  f.send_edges = s.graph.send_edges;
+  f.lmax = s.lmax;
+  f.mmax = s.mmax;
+  f.channels = s.channels;
+  return f;
+}
+
+struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& n, const Tensor& band, const Tensor& g,
+                        std::int64_t step_handle) {
+    ctx->saved_data["step"] = step_handle;
+    ctx->save_for_backward({n, band, g});
+    const StepContext& s = step_of(ctx);
+    const int E = s.graph.n_edges, K = kk::band_rows(s.lmax, s.mmax);
+    Tensor u = torch::empty({E, K, 2 * s.channels}, options(s.dtype));
+    const Exec exec = bridge::exec_instance();
+    if (s.dtype == torch::kFloat64) {
+      auto f = pack_functor<double>(s, n, band, g);
+      f.u = bridge::view3<double>(u, "packed u");
+      kk::edge_frame_pack_forward(exec, f, E);
+    } else {
+      auto f = pack_functor<float>(s, n, band, g);
+      f.u = bridge::view3<float>(u, "packed u");
+      kk::edge_frame_pack_forward(exec, f, E);
+    }
+    fence_for_torch(exec);
+    return u;
+  }
+
+  template <class Real>
+  static variable_list run_backward(AutogradContext* ctx, const Tensor& grad_u, const StepContext& s) {
+    const auto saved = ctx->get_saved_variables();
+    const Tensor &n = saved[0], &band = saved[1], &g = saved[2];
+    const int E = s.graph.n_edges;
+    const bool want_n = ctx->needs_input_grad(0);
+    Tensor grad_n = want_n ? torch::empty_like(n) : Tensor();
+    Tensor grad_band = torch::empty_like(band), grad_g = torch::empty_like(g);
+    auto f = pack_functor<Real>(s, n, band, g);
+    f.grad_u = bridge::view3<const Real>(grad_u, "grad u");
+    f.grad_band = bridge::view2<Real>(grad_band, "grad band");
+    f.grad_g = bridge::view3<Real>(grad_g, "grad g");
+    const Exec exec = bridge::exec_instance();
+    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge",
+                         Kokkos::TeamPolicy<Exec, kk::TagBackwardEdge>(exec, E, Kokkos::AUTO), f);
+    if (want_n) {  // layer 0's input does not depend on the positions: skip its node pass
+      f.grad_n = bridge::view3<Real>(grad_n, "grad n");
+      Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node",
+                           Kokkos::TeamPolicy<Exec, kk::TagBackwardNode>(exec, s.graph.n_nodes, Kokkos::AUTO), f);
+    }
+    fence_for_torch(exec);
+    return {grad_n, grad_band, grad_g, Tensor()};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const StepContext& s = step_of(ctx);
+    const int E = s.graph.n_edges, K = kk::band_rows(s.lmax, s.mmax);
+    const Tensor gu = grad_or_zeros(grads[0], {E, K, 2 * s.channels}, s.dtype);
+    return s.dtype == torch::kFloat64 ? run_backward<double>(ctx, gu, s) : run_backward<float>(ctx, gu, s);
+  }
+};
+
+// ---- unrotate_aggregate -----------------------------------------------------------------------
+template <class Real>
+kk::UnrotateAggregate<Exec, Real> unrot_functor(const StepContext& s, const Tensor& w, const Tensor& band,
+                                                const Tensor& env) {
+  kk::UnrotateAggregate<Exec, Real> f;
+  f.w = bridge::view3<const Real>(w, "messages w");
+  f.band = bridge::view2<const Real>(band, "band");
+  f.env = bridge::view1<const Real>(env, "envelope");
+  f.recv = s.graph.recv;
+  f.recv_offsets = s.graph.recv_offsets;
+  f.scale = s.scale;
+  f.lmax = s.lmax;
+  f.mmax = s.mmax;
+  f.channels = s.channels;
+  return f;
+}
+
+struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateFn> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& w, const Tensor& band, const Tensor& env,
+                        std::int64_t step_handle) {
+    ctx->saved_data["step"] = step_handle;
+    ctx->save_for_backward({w, band, env});
+    const StepContext& s = step_of(ctx);
+    const int N = s.graph.n_nodes;
+    Tensor agg = torch::empty({N, (s.lmax + 1) * (s.lmax + 1), s.channels}, options(s.dtype));
+    const Exec exec = bridge::exec_instance();
+    if (s.dtype == torch::kFloat64) {
+      auto f = unrot_functor<double>(s, w, band, env);
+      f.agg = bridge::view3<double>(agg, "aggregate");
+      kk::unrotate_aggregate_forward(exec, f, N);
+    } else {
+      auto f = unrot_functor<float>(s, w, band, env);
+      f.agg = bridge::view3<float>(agg, "aggregate");
+      kk::unrotate_aggregate_forward(exec, f, N);
+    }
+    fence_for_torch(exec);
+    return agg;
+  }
+
+  template <class Real>
+  static variable_list run_backward(AutogradContext* ctx, const Tensor& grad_agg, const StepContext& s) {
+    const auto saved = ctx->get_saved_variables();
+    const Tensor &w = saved[0], &band = saved[1], &env = saved[2];
+    Tensor grad_w = torch::empty_like(w), grad_band = torch::empty_like(band), grad_env = torch::empty_like(env);
+    auto f = unrot_functor<Real>(s, w, band, env);
+    f.grad_agg = bridge::view3<const Real>(grad_agg, "grad aggregate");
+    f.grad_w = bridge::view3<Real>(grad_w, "grad w");
+    f.grad_band = bridge::view2<Real>(grad_band, "grad band");
+    f.grad_env = bridge::view1<Real>(grad_env, "grad env");
+    const Exec exec = bridge::exec_instance();
+    kk::unrotate_aggregate_backward(exec, f, s.graph.n_edges);
+    fence_for_torch(exec);
+    return {grad_w, grad_band, grad_env, Tensor()};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const StepContext& s = step_of(ctx);
+    const Tensor ga = grad_or_zeros(grads[0], {s.graph.n_nodes, (s.lmax + 1) * (s.lmax + 1), s.channels}, s.dtype);
+    return s.dtype == torch::kFloat64 ? run_backward<double>(ctx, ga, s) : run_backward<float>(ctx, ga, s);
+  }
+};
+
+std::int64_t handle_of(StepContext& step) { return reinterpret_cast<std::int64_t>(&step); }
+
+}  // namespace
+
+torch::autograd::variable_list edge_geometry(const torch::Tensor& vec, StepContext& step) {
+  return EdgeGeometryFn::apply(vec, handle_of(step));
+}
+
+torch::Tensor edge_frame_pack(const torch::Tensor& n, const torch::Tensor& band, const torch::Tensor& g,
+                              StepContext& step) {
+  return EdgeFramePackFn::apply(n.contiguous(), band, g.contiguous(), handle_of(step));
+}
+
+torch::Tensor unrotate_aggregate(const torch::Tensor& w, const torch::Tensor& band, const torch::Tensor& env,
+                                 StepContext& step) {
+  return UnrotateAggregateFn::apply(w.contiguous(), band, env, handle_of(step));
+}
+
+}  // namespace edgeframe::impl

@@ -1,0 +1,40 @@
+// The Kokkos kernel pairs as torch autograd functions (internal to the engine). Each forward
+// launches the kernel on tensor memory through the bridge; each backward launches its adjoint.
+// Forces then come from one torch::autograd::grad call on the energy.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "bridge.hpp"
+#include "graph.hpp"
+#include "workspace.hpp"
+
+namespace edgeframe::impl {
+
+// What the kernels need besides tensors, valid for one compute() call. The autograd functions
+// find it through a pointer stored in their context (it outlives the backward pass, which runs
+// inside the same compute() call).
+struct StepContext {
+  kk::Graph<bridge::Exec> graph;
+  kk::View1<const double, bridge::Exec> roll;  // [E] or extent 0
+  Workspace* workspace = nullptr;
+  torch::Dtype dtype = torch::kFloat64;  // compute dtype of features, band, rbf
+  int lmax = 0, mmax = 0, channels = 0, n_rbf = 0, envelope_p = 0;
+  double r_cut = 0.0, scale = 0.0;  // Angstrom, 1 / avg_neighbors
+};
+
+// vec [E, 3] float64 (leaf) -> {band [E, B], rbf [E, n_rbf], env [E]} in the compute dtype.
+// The band derivative is built in the same pass and kept in the workspace for the backward,
+// which returns dE/dvec in float64.
+torch::autograd::variable_list edge_geometry(const torch::Tensor& vec, StepContext& step);
+
+// n [N, D, C], band [E, B], g [E, gate_rows, 2C] -> u [E, K, 2C] (edge_frame_pack.hpp).
+torch::Tensor edge_frame_pack(const torch::Tensor& n, const torch::Tensor& band, const torch::Tensor& g,
+                              StepContext& step);
+
+// w [E, K, C], band [E, B], env [E] -> agg [N, D, C] (unrotate_aggregate.hpp), already scaled
+// by 1 / avg_neighbors.
+torch::Tensor unrotate_aggregate(const torch::Tensor& w, const torch::Tensor& band, const torch::Tensor& env,
+                                 StepContext& step);
+
+}  // namespace edgeframe::impl
