@@ -1,0 +1,176 @@
+"""Every reference trajectory, written out: structure, thermostat, seeds and split.
+
+One recipe = one LAMMPS run = one trajectory. The split (train / val / test) is fixed per
+trajectory here, never per frame, so test frames are never time-neighbours of training frames.
+Within each family the held-out trajectories sit inside the parameter range (interpolation),
+and every family has at least one test trajectory.
+
+Carbon: Tersoff (1989) carbon, the C-C-C entry of SiC.tersoff (PRB 39, 5566; errata PRB 41,
+3248): the classic Tersoff parameterisation for diamond; relaxed diamond a0 = 3.56583 A,
+E = -7.36819 eV/atom (box/relax in this LAMMPS). Cutoff R + D = 2.1 A.
+Copper: Mishin et al. EAM1 (PRB 63, 224106), Cu_mishin1.eam.alloy, cutoff 5.50679 A;
+relaxed fcc a0 = 3.61493 A (-3.54020 eV/atom), bcc a0 = 2.86822 A (-3.49470 eV/atom).
+"""
+
+POTENTIALS = {
+    "C": dict(style="tersoff", file="SiC.tersoff", element="C", mass=12.011),
+    "Cu": dict(style="eam/alloy", file="Cu_mishin1.eam.alloy", element="Cu", mass=63.546),
+}
+
+A_DIAMOND = 3.566
+A_FCC = 3.615
+A_BCC = 2.868
+AVOGADRO = 6.02214076e23
+
+# diamond surfaces / fcc / bcc orientations (x, y, z), z = surface normal
+O100 = ((1, 0, 0), (0, 1, 0), (0, 0, 1))
+O111 = ((1, -1, 0), (1, 1, -2), (1, 1, 1))
+O110 = ((0, 0, 1), (1, -1, 0), (1, 1, 0))
+
+
+def _split(k, test, val):
+    return "test" if k in test else "val" if k in val else "train"
+
+
+def _box_for_density(natoms, mass, rho):
+    """Cubic box edge (A) for natoms of `mass` (g/mol) at density rho (g/cm^3)."""
+    vol_cm3 = natoms * mass / AVOGADRO / rho
+    return (vol_cm3 * 1e24) ** (1.0 / 3.0)
+
+
+class _Builder:
+    def __init__(self, element, seed0):
+        self.element = element
+        self.recipes = []
+        self.seed = seed0
+
+    def add(self, family, name, structure, md, split):
+        self.seed += 101                       # distinct, deterministic LAMMPS seeds
+        md = dict(md, seed=self.seed)
+        if structure["kind"] == "random":
+            structure = dict(structure, seed=self.seed + 50)
+        self.recipes.append(dict(name=f"{self.element}/{family}/{name}", family=family,
+                                 element=self.element, structure=structure, md=md,
+                                 split=split))
+
+
+def carbon():
+    b = _Builder("C", 1000)
+    # crystal MD: 0.5 fs, strong Langevin coupling (50 fs) for fast decorrelation, a frame
+    # every 25 fs after 1 ps of equilibration
+    md = lambda T, frames=30, **kw: dict(T=T, dt=0.0005, damp=0.05, equil=2000, every=50,  # noqa
+                                         frames=frames, **kw)
+    dia = lambda **kw: dict(kind="bulk", lattice="diamond", a=A_DIAMOND, reps=(2, 2, 2), **kw)  # noqa
+
+    temps = [300, 600, 900, 1200, 1500, 1800, 2100, 2400, 2700, 3000]
+    for k, T in enumerate(temps):
+        b.add("diamond", f"T{T}", dia(), md(T), _split(T, test=(1200, 2700), val=(2100,)))
+
+    scales = [0.92, 0.94, 0.96, 0.98, 1.02, 1.04, 1.06, 1.08]
+    for k, s in enumerate(scales):
+        T = (300, 1000)[k % 2]
+        b.add("strain", f"iso{s}_T{T}", dia(scale=s), md(T, 25),
+              _split(s, test=(0.96, 1.06), val=(1.02,)))
+
+    shears = [("tilt", (0.05, 0.0, 0.0)), ("tilt", (0.0, 0.08, 0.0)),
+              ("tilt", (0.04, 0.04, 0.04)), ("tilt", (-0.06, 0.0, 0.03)),
+              ("scale", (1.05, 1.0, 1.0)), ("scale", (0.95, 1.0, 1.0)),
+              ("scale", (1.0, 1.04, 0.97))]
+    for k, (what, v) in enumerate(shears):
+        T = (300, 800)[k % 2]
+        b.add("shear", f"{what}{k}_T{T}", dia(**{what: v}), md(T, 25),
+              _split(k, test=(2,), val=(5,)))
+
+    vacs = [((10,), 300), ((10,), 1000), ((10,), 2000), ((10, 43), 600), ((10, 43), 1500)]
+    for k, (ids, T) in enumerate(vacs):
+        b.add("vacancy", f"v{len(ids)}_T{T}", dia(delete_ids=list(ids)), md(T, 25),
+              _split(k, test=(1,), val=(3,)))
+
+    slabs = [("100", O100, (2, 2, 2), 300), ("100", O100, (2, 2, 2), 1200),
+             ("100", O100, (2, 2, 2), 2000), ("111", O111, (1, 1, 1), 300),
+             ("111", O111, (1, 1, 1), 1500), ("110", O110, (2, 1, 2), 300),
+             ("110", O110, (2, 1, 2), 1500)]
+    for k, (hkl, orient, reps, T) in enumerate(slabs):
+        st = dict(kind="slab", lattice="diamond", a=A_DIAMOND, reps=reps, orient=orient,
+                  vacuum=10.0)
+        b.add("surface", f"{hkl}_T{T}", st, md(T, 25), _split(k, test=(1,), val=(6,)))
+
+    # liquid: 64 random atoms (no pair closer than 1.3 A), 0.25 fs steps, 5000-6000 K
+    for k, (rho, T) in enumerate([(2.0, 5000), (2.4, 6000), (2.8, 5500), (3.2, 5000)]):
+        st = dict(kind="random", natoms=64, box=round(_box_for_density(64, 12.011, rho), 6),
+                  overlap=1.3)
+        b.add("liquid", f"rho{rho}_T{T}", st,
+              dict(T=T, dt=0.00025, damp=0.05, equil=4000, every=100, frames=40),
+              _split(k, test=(2,), val=(1,)))
+
+    # amorphous: melt at 5000 K, then quench to 300 K while sampling (40 frames over 1 ps)
+    for k, rho in enumerate([2.0, 2.5, 3.0, 3.3]):
+        st = dict(kind="random", natoms=64, box=round(_box_for_density(64, 12.011, rho), 6),
+                  overlap=1.3)
+        b.add("amorphous", f"rho{rho}_quench", st,
+              dict(T=5000, T_end=300, dt=0.00025, damp=0.05, equil=4000, every=100,
+                   frames=40), _split(k, test=(2,), val=(1,)))
+
+    # cold equation of state: near-static diamond at 30 K, isotropic scales 0.90..1.10
+    for k in range(11):
+        s = round(0.90 + 0.02 * k, 2)
+        b.add("eos", f"iso{s}", dia(scale=s), md(30, 10, T_init=30),
+              _split(k, test=(3, 7), val=(5,)))
+    return b.recipes
+
+
+def copper():
+    b = _Builder("Cu", 5000)
+    # 2 fs steps, Langevin 100 fs, a frame every 50 fs after 2 ps
+    md = lambda T, frames=30, **kw: dict(T=T, dt=0.002, damp=0.1, equil=1000, every=25,  # noqa
+                                         frames=frames, **kw)
+    fcc = lambda reps=(2, 2, 2), **kw: dict(kind="bulk", lattice="fcc", a=A_FCC, reps=reps, **kw)  # noqa
+    bcc = lambda reps=(3, 3, 3), **kw: dict(kind="bulk", lattice="bcc", a=A_BCC, reps=reps, **kw)  # noqa
+
+    temps = [300, 450, 600, 750, 900, 1050, 1200, 1350, 1500]
+    for T in temps:
+        b.add("fcc", f"T{T}", fcc(), md(T), _split(T, test=(750, 1350), val=(1050,)))
+    for T in temps:
+        b.add("bcc", f"T{T}", bcc(), md(T), _split(T, test=(600, 1200), val=(900,)))
+
+    strains = [(fcc, "scale", 0.95), (fcc, "scale", 0.97), (fcc, "scale", 1.03),
+               (fcc, "scale", 1.05), (bcc, "scale", 0.95), (bcc, "scale", 0.97),
+               (bcc, "scale", 1.03), (bcc, "scale", 1.05),
+               (fcc, "tilt", (0.06, 0.0, 0.0)), (bcc, "tilt", (0.04, 0.04, 0.0)),
+               (fcc, "scale", (1.04, 1.0, 0.98)), (bcc, "scale", (0.96, 1.0, 1.0))]
+    for k, (lat, what, v) in enumerate(strains):
+        T = (300, 600, 900)[k % 3]
+        tag = "fcc" if lat is fcc else "bcc"
+        b.add("strain", f"{tag}_{what}{k}_T{T}", lat(**{what: v}), md(T, 25),
+              _split(k, test=(2, 9), val=(5, 10)))
+
+    vacs = [(fcc, (5,), 300), (fcc, (5,), 900), (fcc, (5, 20), 1300),
+            (bcc, (5,), 300), (bcc, (5,), 700), (bcc, (5, 30), 1200)]
+    for k, (lat, ids, T) in enumerate(vacs):
+        tag = "fcc" if lat is fcc else "bcc"
+        b.add("vacancy", f"{tag}_v{len(ids)}_T{T}", lat(delete_ids=list(ids)), md(T, 25),
+              _split(k, test=(1, 4), val=(2,)))
+
+    slabs = [("fcc", "100", O100, (2, 2, 3), 300), ("fcc", "100", O100, (2, 2, 3), 900),
+             ("fcc", "111", O111, (1, 1, 2), 300), ("fcc", "111", O111, (1, 1, 2), 1200),
+             ("bcc", "100", O100, (3, 3, 3), 300), ("bcc", "100", O100, (3, 3, 3), 900),
+             ("bcc", "110", O110, (2, 2, 3), 300), ("bcc", "110", O110, (2, 2, 3), 1200)]
+    for k, (lat, hkl, orient, reps, T) in enumerate(slabs):
+        a = A_FCC if lat == "fcc" else A_BCC
+        st = dict(kind="slab", lattice=lat, a=a, reps=reps, orient=orient, vacuum=10.0)
+        b.add("surface", f"{lat}{hkl}_T{T}", st, md(T, 25), _split(k, test=(3, 5), val=(6,)))
+
+    for k, (lat, T) in enumerate([(fcc, 1800), (bcc, 2000), (fcc, 2200)]):
+        tag = "fcc" if lat is fcc else "bcc"
+        b.add("liquid", f"{tag}start_T{T}", lat(scale=1.02), md(T, 30),
+              _split(k, test=(1,), val=()))
+
+    for lat, tag in ((fcc, "fcc"), (bcc, "bcc")):
+        for k in range(9):
+            s = round(0.92 + 0.02 * k, 2)
+            b.add("eos", f"{tag}_iso{s}", lat(scale=s), md(30, 10, T_init=30),
+                  _split(k, test=(2, 6), val=(4,)))
+    return b.recipes
+
+
+RECIPES = {"C": carbon, "Cu": copper}
