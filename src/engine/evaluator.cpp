@@ -276,10 +276,14 @@ Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exe
     const Tensor e_local = energies.narrow(0, 0, graph.n_local).sum();
     grad_vec = torch::autograd::grad({e_local}, {vec_t}, {}, false, false, true)[0];
   }
-  if (!grad_vec.defined()) grad_vec = torch::zeros({E, 3}, torch::TensorOptions().dtype(torch::kFloat64).device(bridge::device()));
-  grad_vec = grad_vec.contiguous();
+  // dE/dr_e lives in the workspace (the geometry backward writes it there); anything else is
+  // copied in, so that Result::edge_grad outlives this call.
+  res.edge_grad = kk::Vec3View<double, Exec>(ws.take<double>(Workspace::kGradVec, std::size_t(E) * 3), E);
+  const Tensor edge_grad_t = bridge::tensor_of(res.edge_grad, {E, 3});
+  if (!grad_vec.defined()) edge_grad_t.zero_();
+  else if (grad_vec.data_ptr() != edge_grad_t.data_ptr()) edge_grad_t.copy_(grad_vec);
   const Tensor energies64 = energies.detach().to(torch::kFloat64).contiguous();
-  kk::Vec3View<const double, Exec> gv(grad_vec.data_ptr<double>(), E);
+  kk::Vec3View<const double, Exec> gv = res.edge_grad;
   Kokkos::deep_copy(exec, res.energies, kk::View1<const double, Exec>(energies64.data_ptr<double>(), N));
 
   kk::NodeForces<Exec> nf{g.recv_offsets, g.send_offsets, g.send_edges, vec, gv, res.forces,

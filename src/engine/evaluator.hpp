@@ -54,6 +54,7 @@ struct Result {
   kk::View1<double, Exec> energies;      // [N] eV (when asked)
   kk::Vec3View<double, Exec> forces;     // [N, 3] eV/Angstrom (when asked)
   kk::View2<double, Exec> atom_virial;   // [N, 9] eV (when asked)
+  kk::Vec3View<double, Exec> edge_grad;  // [E, 3] dE/dr_e, eV/Angstrom (when forces or virials are asked)
 };
 
 struct EvaluatorOptions {
