@@ -1,0 +1,260 @@
+// Micro-benchmark of the engine (not a test): full-size random-weight models of the L2 and L3
+// shapes (DESIGN.md §2) on diamond boxes of three sizes. For each case it times
+// Evaluator::compute (energy + forces + virial) and, through Kokkos profiling callbacks, every
+// labelled kernel inside it; per kernel it prints time per step, the compulsory bytes moved
+// (every array each kernel must read or write, once), the achieved bandwidth and, where the
+// kernel does arithmetic worth counting, the FLOP rate. The time not spent in Kokkos kernels is
+// LibTorch (GEMMs, activations, autograd bookkeeping).
+//
+//   edgeframe_bench [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32]
+#include <Kokkos_Core.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "band_layout.hpp"
+#include "evaluator.hpp"
+#include "potential.hpp"
+
+namespace {
+
+using namespace edgeframe;
+using Clock = std::chrono::steady_clock;
+
+// ---- per-kernel timing through the Kokkos tools interface -----------------------------------
+struct KernelTimes {
+  std::map<std::string, double> seconds;
+  std::map<std::string, int> calls;
+  std::map<std::uint64_t, std::pair<std::string, Clock::time_point>> open;
+  std::uint64_t next = 0;
+  bool on = false;
+};
+KernelTimes g_times;
+
+void begin_kernel(const char* name, std::uint32_t, std::uint64_t* id) {
+  *id = g_times.next++;
+  if (g_times.on) g_times.open[*id] = {name, Clock::now()};
+}
+void end_kernel(std::uint64_t id) {
+  auto it = g_times.open.find(id);
+  if (it == g_times.open.end()) return;
+  // Host backends return from a launch when the work is done, so the end callback is the end
+  // of the kernel; a device backend would need a fence here (see doc/engine.md).
+  g_times.seconds[it->second.first] += std::chrono::duration<double>(Clock::now() - it->second.second).count();
+  g_times.calls[it->second.first] += 1;
+  g_times.open.erase(it);
+}
+
+// ---- random full-size model -------------------------------------------------------------------
+Potential random_potential(const std::string& shape, unsigned seed) {
+  Potential pot;
+  pot.path = "random-" + shape;
+  pot.dtype = "float64";
+  ModelConfig& c = pot.config;
+  c.species = {"C", "Cu"};
+  c.e0 = {-1.0, -2.0};
+  c.lmax = shape == "L2" ? 2 : 3;
+  c.mmax = 1;
+  c.channels = 128;
+  c.hidden_channels = 128;
+  c.ffn_channels = 256;
+  c.layers = 4;
+  c.r_cut = shape == "L2" ? 5.0 : 6.0;
+  c.n_rbf = 8;
+  c.envelope_p = 5;
+  c.edge_emb = 16;
+  c.radial_hidden = 64;
+  c.readout_hidden = 64;
+  c.avg_neighbors = shape == "L2" ? 60.0 : 100.0;
+  c.norm_eps = 1e-6;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  for (const auto& [name, dims] : parameter_shapes(c)) {
+    TensorData t;
+    t.shape = dims;
+    std::size_t count = 1;
+    for (auto d : dims) count *= std::size_t(d);
+    t.values.resize(count);
+    const bool scale = name.find("scale") != std::string::npos, bias = name.find("bias") != std::string::npos;
+    const double fan_in = double(dims.back());
+    for (auto& v : t.values) v = scale ? 1.0 : bias ? 0.0 : normal(rng) / std::sqrt(fan_in);
+    pot.tensors.emplace_back(name, std::move(t));
+  }
+  return pot;
+}
+
+// ---- diamond box and its neighbour pairs ----------------------------------------------------------
+struct Box {
+  std::vector<double> x;  // [N*3]
+  double side;            // cubic, Angstrom
+};
+
+Box diamond(int cells, unsigned seed) {
+  const double a = 3.567;
+  const double basis[8][3] = {{0, 0, 0},       {0, .5, .5},     {.5, 0, .5},     {.5, .5, 0},
+                              {.25, .25, .25}, {.25, .75, .75}, {.75, .25, .75}, {.75, .75, .25}};
+  Box b;
+  b.side = a * cells;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> rattle(0.0, 0.05);
+  for (int i = 0; i < cells; ++i)
+    for (int j = 0; j < cells; ++j)
+      for (int k = 0; k < cells; ++k)
+        for (const auto& p : basis) {
+          b.x.push_back((i + p[0]) * a + rattle(rng));
+          b.x.push_back((j + p[1]) * a + rattle(rng));
+          b.x.push_back((k + p[2]) * a + rattle(rng));
+        }
+  return b;
+}
+
+// Half list by minimum image (the box side is more than twice the cutoff here).
+void half_pairs(const Box& b, double cutoff, std::vector<int>& pi, std::vector<int>& pj, std::vector<double>& shift) {
+  const int N = int(b.x.size() / 3);
+  for (int i = 0; i < N; ++i)
+    for (int j = i + 1; j < N; ++j) {
+      double d2 = 0, s[3];
+      for (int k = 0; k < 3; ++k) {
+        const double d = b.x[3 * j + k] - b.x[3 * i + k];
+        s[k] = -b.side * std::round(d / b.side);
+        d2 += (d + s[k]) * (d + s[k]);
+      }
+      if (d2 < cutoff * cutoff) {
+        pi.push_back(i);
+        pj.push_back(j);
+        shift.insert(shift.end(), s, s + 3);
+      }
+    }
+}
+
+// Compulsory traffic and arithmetic per kernel label, per step, for E edges, N nodes.
+struct Cost {
+  double bytes = 0, flops = 0;
+};
+
+std::map<std::string, Cost> kernel_costs(const ModelConfig& c, double E, double N, std::size_t real) {
+  const int L = c.lmax, M = c.mmax, C = c.channels, D = c.num_coeffs();
+  const double B = kk::band_size(L, M), K = kk::band_rows(L, M), G = kk::gate_rows(L, M);
+  double rot_macs = 0;  // sum_l (2k+1)(2l+1): multiply-adds of one rotation, per channel
+  for (int l = 0; l <= L; ++l) rot_macs += (2 * kk::band_k(l, M) + 1) * (2 * l + 1);
+  const double T = c.layers;
+  std::map<std::string, Cost> m;
+  m["edgeframe::edge_vectors"] = {E * (2 * 4 + 3 * 8 + 3 * 8) + 0, 0};
+  m["edgeframe::wigner_band_grad"] = {E * (3 * 8 + 4 * B * real), 0};
+  m["edgeframe::radial"] = {E * (3 * 8 + c.n_rbf * (real + 8) + real + 8), E * c.n_rbf * 20};
+  // per layer (the evaluator runs T of each; the totals below are per step)
+  m["edgeframe::edge_frame_pack"] = {T * E * (2 * D * C + B + G * 2 * C + K * 2 * C) * real + T * E * 8,
+                                     T * E * (2 * rot_macs * 2 * C + K * 2 * C)};
+  m["edgeframe::edge_frame_pack_backward_edge"] = {T * E * (2 * D * C + B + 2 * G * 2 * C + K * 2 * C + B) * real,
+                                                   T * E * (2 * 2 * rot_macs * 2 * C + K * 2 * C * 2)};
+  m["edgeframe::edge_frame_pack_backward_node"] = {(T - 1) * (2 * E * (B + G * 2 * C + K * 2 * C) + N * D * C) * real,
+                                                   (T - 1) * 2 * E * rot_macs * 2 * C * 2};
+  m["edgeframe::unrotate_aggregate"] = {T * (E * (K * C + B + 1) + N * D * C) * real, T * E * rot_macs * C * 2};
+  m["edgeframe::unrotate_aggregate_backward"] = {T * E * (D * C + 2 * K * C + 2 * B + 2) * real,
+                                                 T * E * 3 * rot_macs * C * 2};
+  m["edgeframe::wigner_band_backward"] = {E * (B * real + 3 * B * real + 3 * 8), E * B * 3 * 2};
+  m["edgeframe::radial_backward"] = {E * (3 * 8 + c.n_rbf * (real + 8) + real + 8 + 3 * 8), E * c.n_rbf * 2};
+  m["edgeframe::node_forces"] = {2 * E * 6 * 8 + N * (3 + 9) * 8, 2 * E * 12};
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string shapes = "all", precision = "fp32";
+  std::vector<int> cells = {4, 6, 8};
+  int reps = 3;
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    auto next = [&]() { return a + 1 < argc ? std::string(argv[++a]) : std::string(); };
+    if (arg == "--shape") shapes = next();
+    else if (arg == "--reps") reps = std::stoi(next());
+    else if (arg == "--precision") precision = next();
+    else if (arg == "--cells") {
+      cells.clear();
+      std::string list = next();
+      for (size_t p = 0; p < list.size();) {
+        const size_t q = list.find(',', p);
+        cells.push_back(std::stoi(list.substr(p, q - p)));
+        p = q == std::string::npos ? list.size() : q + 1;
+      }
+    } else if (arg != "--kokkos-num-threads" && arg.rfind("--kokkos", 0) != 0) {
+      std::fprintf(stderr, "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32]\n", argv[0]);
+      return 2;
+    }
+  }
+  Kokkos::ScopeGuard guard(argc, argv);
+  Kokkos::Tools::Experimental::set_begin_parallel_for_callback(begin_kernel);
+  Kokkos::Tools::Experimental::set_end_parallel_for_callback(end_kernel);
+  const Precision prec = parse_precision(precision);
+  const std::size_t real = prec == Precision::fp64 ? 8 : 4;
+  std::printf("edgeframe_bench: %s, %s, %d thread(s), %d timed step(s) per case\n", Exec::name(), precision.c_str(),
+              Exec().concurrency(), reps);
+
+  for (const std::string shape : {"L2", "L3"}) {
+    if (shapes != "all" && shapes != shape) continue;
+    const Potential pot = random_potential(shape, 7);
+    Evaluator ev(pot, {prec});
+    for (int nc : cells) {
+      const Box box = diamond(nc, 3);
+      const int N = int(box.x.size() / 3);
+      std::vector<int> pi, pj;
+      std::vector<double> sh;
+      half_pairs(box, pot.config.r_cut, pi, pj, sh);
+      const int P = int(pi.size());
+      kk::Vec3View<double, Exec> x("x", N), shift("shift", P);
+      kk::View1<int, Exec> i("i", P), j("j", P), species("species", N);
+      auto hx = Kokkos::create_mirror_view(x);
+      auto hs = Kokkos::create_mirror_view(shift);
+      auto hi = Kokkos::create_mirror_view(i);
+      auto hj = Kokkos::create_mirror_view(j);
+      for (int a = 0; a < N; ++a)
+        for (int k = 0; k < 3; ++k) hx(a, k) = box.x[3 * a + k];
+      for (int p = 0; p < P; ++p) {
+        hi(p) = pi[p];
+        hj(p) = pj[p];
+        for (int k = 0; k < 3; ++k) hs(p, k) = sh[3 * p + k];
+      }
+      Kokkos::deep_copy(x, hx);
+      Kokkos::deep_copy(shift, hs);
+      Kokkos::deep_copy(i, hi);
+      Kokkos::deep_copy(j, hj);
+      Kokkos::deep_copy(species, 0);
+      const AtomGraph graph = make_graph({i, j, shift, true}, x, species, N, pot.config.r_cut);
+      const int E = graph.edges.n_edges;
+      What what;
+      what.virial = true;
+      ev.compute(graph, x, what);  // warm-up: workspace grows, torch allocator warms
+      g_times = KernelTimes{};
+      g_times.on = true;
+      const auto t0 = Clock::now();
+      for (int r = 0; r < reps; ++r) ev.compute(graph, x, what);
+      const double step = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
+      g_times.on = false;
+      std::printf("\n%s (L=%d, mmax=%d, C=%d, T=%d, r_cut=%.1f)  diamond %d^3 cells: N=%d atoms, E=%d edges (%.1f per atom)\n",
+                  shape.c_str(), pot.config.lmax, pot.config.mmax, pot.config.channels, pot.config.layers,
+                  pot.config.r_cut, nc, N, E, double(E) / N);
+      std::printf("  step (energy+forces+virial): %.3f s = %.2f us/atom = %.3f us/edge; workspace %.1f MB\n", step,
+                  1e6 * step / N, 1e6 * step / E, ev.workspace_bytes() / 1e6);
+      const auto costs = kernel_costs(pot.config, E, N, real);
+      double kernels = 0;
+      std::printf("  %-46s %10s %7s %10s %9s %9s\n", "kernel", "ms/step", "share", "MB/step", "GB/s", "GFLOP/s");
+      for (const auto& [name, s] : g_times.seconds) {
+        const double per = s / reps;
+        kernels += per;
+        const auto it = costs.find(name);
+        const Cost c = it == costs.end() ? Cost{} : it->second;
+        std::printf("  %-46s %10.2f %6.1f%% %10.1f %9.2f %9.2f\n", name.c_str(), 1e3 * per, 100 * per / step, c.bytes / 1e6,
+                    c.bytes / per / 1e9, c.flops / per / 1e9);
+      }
+      std::printf("  %-46s %10.2f %6.1f%%\n", "LibTorch + glue (step - kernels)", 1e3 * (step - kernels),
+                  100 * (step - kernels) / step);
+    }
+  }
+  return 0;
+}
