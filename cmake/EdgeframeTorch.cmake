@@ -13,7 +13,8 @@
 set(_edgeframe_torch_min 2.11.0)
 
 if(NOT Torch_DIR AND DEFINED ENV{Torch_DIR})
-  set(Torch_DIR "$ENV{Torch_DIR}")
+  # Cached, so that later re-configures (ninja regenerating build.ninja) need no environment.
+  set(Torch_DIR "$ENV{Torch_DIR}" CACHE PATH "<site-packages>/torch/share/cmake/Torch" FORCE)
 endif()
 if(NOT Torch_DIR OR NOT EXISTS "${Torch_DIR}/TorchConfig.cmake")
   message(FATAL_ERROR "edgeframe: LibTorch not found. Set Torch_DIR to <site-packages>/torch/share/cmake/Torch "

@@ -1,33 +1,31 @@
-#include "pair_edgeframe_kokkos.h"
+/* ----------------------------------------------------------------------
+   edgeframe/kk, current state: the host-data path of pair_style edgeframe
+   under LAMMPS-KOKKOS. kokkosable stays 0, so LAMMPS syncs positions to the
+   host before compute() and marks forces modified on the host after it; the
+   engine itself runs on Kokkos' default execution space as for the plain
+   style. Device-resident data (positions, neighbour list and forces never
+   leaving the GPU) is issue #7; see doc/pair_style.md.
+------------------------------------------------------------------------- */
 
-#include "atom_kokkos.h"
-#include "atom_masks.h"
-#include "error.h"
-#include "kokkos.h"
+#include "pair_edgeframe_kokkos.h"
 
 using namespace LAMMPS_NS;
 
 template <class DeviceType>
 PairEdgeframeKokkos<DeviceType>::PairEdgeframeKokkos(LAMMPS *lmp) : PairEdgeframe(lmp)
 {
-  kokkosable = 1;
-  atomKK = (AtomKokkos *) atom;
-  execution_space = ExecutionSpaceFromDevice<DeviceType>::space;
-  datamask_read = X_MASK | F_MASK | TYPE_MASK | ENERGY_MASK | VIRIAL_MASK;
-  datamask_modify = F_MASK | ENERGY_MASK | VIRIAL_MASK;
 }
 
 template <class DeviceType>
 void PairEdgeframeKokkos<DeviceType>::init_style()
 {
-  // Same checks and the same refusal as the host style until the engine is built in.
   PairEdgeframe::init_style();
 }
 
 template <class DeviceType>
-void PairEdgeframeKokkos<DeviceType>::compute(int, int)
+void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
 {
-  error->one(FLERR, "pair_style edgeframe/kk: the evaluator engine is not built into this plugin; no forces computed");
+  PairEdgeframe::compute(eflag, vflag);
 }
 
 namespace LAMMPS_NS {

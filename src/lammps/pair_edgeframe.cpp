@@ -1,6 +1,12 @@
 /* ----------------------------------------------------------------------
-   pair_style edgeframe [precision fp64|fp32|tf32]
+   pair_style edgeframe [precision fp64|fp32] [min_distance r]
    pair_coeff * * <potential.safetensors> <element or NULL per type>
+
+   Exactness across MPI ranks (T message-passing layers): every rank keeps a
+   ghost shell of T*r_cut + skin and a full neighbour list that includes the
+   ghosts' neighbours, computes node features for owned and ghost atoms alike,
+   counts the energy of owned atoms only, and LAMMPS reverse-communicates the
+   forces on ghosts (newton on). See doc/pair_style.md.
 ------------------------------------------------------------------------- */
 
 #include "pair_edgeframe.h"
@@ -10,16 +16,46 @@
 #include "error.h"
 #include "force.h"
 #include "memory.h"
+#include "neigh_list.h"
 #include "neighbor.h"
 #include "update.h"
-#include "utils.h"
 
+#include "edgeframe_lammps_errors.h"
+#include "evaluator.hpp"
+#include "potential.hpp"
 #include "runtime.hpp"
 
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
 
 using namespace LAMMPS_NS;
+using edgeframe_glue::call_engine;
+using edgeframe_glue::Scope;
+
+namespace LAMMPS_NS {
+// Positions in the engine's memory space, grown on demand and never shrunk.
+struct EdgeframeBuffers {
+  edgeframe::kk::Vec3View<double, edgeframe::Exec> x;
+  typename edgeframe::kk::Vec3View<double, edgeframe::Exec>::host_mirror_type x_host;
+  edgeframe::kk::View1<int, edgeframe::Exec> species;         // [nodes]
+  edgeframe::kk::View1<int, edgeframe::Exec> pair_i, pair_j;  // [candidate pairs] node indices
+};
+}    // namespace LAMMPS_NS
+
+namespace {
+// LAMMPS' 6-component order xx, yy, zz, xy, xz, yz as indices into a row-major 3x3.
+constexpr int kVoigt[6] = {0, 4, 8, 1, 2, 5};
+// The 9-component centroid order xx, yy, zz, xy, xz, yz, yx, zx, zy.
+constexpr int kCentroid[9] = {0, 4, 8, 1, 2, 5, 3, 6, 7};
+
+void finalize_kokkos_at_exit()
+{
+  if (Kokkos::is_initialized() && !Kokkos::is_finalized()) Kokkos::finalize();
+}
+}    // namespace
 
 PairEdgeframe::PairEdgeframe(LAMMPS *lmp) : Pair(lmp)
 {
@@ -27,26 +63,21 @@ PairEdgeframe::PairEdgeframe(LAMMPS *lmp) : Pair(lmp)
   restartinfo = 0;
   one_coeff = 1;
   manybody_flag = 1;
-  centroidstressflag = CENTROID_NOTAVAIL;
+  ghostneigh = 1;                    // the receptive field reaches T cutoffs: ghosts need neighbours
+  no_virial_fdotr_compute = 1;       // the engine's edge virial is exact for ghosts and images
+  centroidstressflag = CENTROID_AVAIL;
+  m_buffers = nullptr;
 }
 
 PairEdgeframe::~PairEdgeframe()
 {
   if (copymode) return;
+  delete m_buffers;
   if (allocated) {
     memory->destroy(setflag);
     memory->destroy(cutsq);
+    memory->destroy(cutghost);
   }
-}
-
-const char *PairEdgeframe::precision_name(Precision p)
-{
-  switch (p) {
-    case Precision::FP64: return "fp64";
-    case Precision::FP32: return "fp32";
-    case Precision::TF32: return "tf32";
-  }
-  return "?";
 }
 
 void PairEdgeframe::allocate()
@@ -55,6 +86,7 @@ void PairEdgeframe::allocate()
   const int n = atom->ntypes;
   memory->create(setflag, n + 1, n + 1, "pair:setflag");
   memory->create(cutsq, n + 1, n + 1, "pair:cutsq");
+  memory->create(cutghost, n + 1, n + 1, "pair:cutghost");
   for (int i = 1; i <= n; i++)
     for (int j = i; j <= n; j++) setflag[i][j] = 0;
 }
@@ -64,18 +96,25 @@ void PairEdgeframe::settings(int narg, char **arg)
   int iarg = 0;
   while (iarg < narg) {
     const std::string key = arg[iarg];
+    if (iarg + 1 >= narg) error->all(FLERR, "pair_style edgeframe: keyword {} needs a value", key);
+    const std::string value = arg[iarg + 1];
     if (key == "precision") {
-      if (iarg + 1 >= narg) error->all(FLERR, "pair_style edgeframe: keyword precision needs a value (fp64, fp32 or tf32)");
-      const std::string v = arg[iarg + 1];
-      if (v == "fp64") m_precision = Precision::FP64;
-      else if (v == "fp32") m_precision = Precision::FP32;
-      else if (v == "tf32") m_precision = Precision::TF32;
-      else error->all(FLERR, "pair_style edgeframe: unknown precision '{}' (valid: fp64, fp32, tf32)", v);
-      iarg += 2;
+      if (value != "fp64" && value != "fp32" && value != "tf32")
+        error->all(FLERR, "pair_style edgeframe: unknown precision '{}' (valid: fp64, fp32, tf32)", value);
+      m_precision = value;
+    } else if (key == "min_distance") {
+      m_min_distance = utils::numeric(FLERR, value, false, lmp);
+      if (!(m_min_distance >= 0.0)) error->all(FLERR, "pair_style edgeframe: min_distance must be >= 0 (got {})", value);
     } else {
-      error->all(FLERR, "pair_style edgeframe: unknown keyword '{}' (valid: precision)", key);
+      error->all(FLERR, "pair_style edgeframe: unknown keyword '{}' (valid: precision, min_distance)", key);
     }
+    iarg += 2;
   }
+  // The plain style runs the engine on Kokkos' default execution space even when LAMMPS was
+  // started without "-k on"; then nobody else initialises Kokkos.
+  call_engine(error, Scope::ALL, FLERR, "pair_style edgeframe", [] {
+    if (edgeframe::ensure_kokkos_initialized()) std::atexit(finalize_kokkos_at_exit);
+  });
 }
 
 void PairEdgeframe::coeff(int narg, char **arg)
@@ -89,20 +128,25 @@ void PairEdgeframe::coeff(int narg, char **arg)
     error->all(FLERR, "pair_coeff edgeframe: the first two arguments must be '* *' (got '{} {}')", arg[0], arg[1]);
 
   m_potential_file = arg[2];
-  {
-    std::ifstream probe(m_potential_file, std::ios::binary);
-    if (!probe) error->all(FLERR, "pair_coeff edgeframe: cannot open potential file '{}'", m_potential_file);
-  }
-  m_type_element.assign(ntypes + 1, "");
+  m_type_element.assign(1, "");
+  for (int t = 1; t <= ntypes; t++) m_type_element.emplace_back(arg[2 + t]);
+
+  auto potential = std::make_unique<edgeframe::Potential>();
+  call_engine(error, Scope::ALL, FLERR, "pair_coeff edgeframe", [&] {
+    *potential = edgeframe::read_potential(m_potential_file);
+    const std::vector<std::string> elements(m_type_element.begin() + 1, m_type_element.end());
+    const std::vector<int> map = potential->species_map(elements);
+    m_type_species.assign(1, -1);
+    m_type_species.insert(m_type_species.end(), map.begin(), map.end());
+  });
   int mapped = 0;
-  for (int t = 1; t <= ntypes; t++) {
-    const std::string el = arg[2 + t];
-    if (el != "NULL") { m_type_element[t] = el; mapped++; }
-  }
+  for (int t = 1; t <= ntypes; t++) mapped += m_type_species[t] >= 0;
   if (mapped == 0) error->all(FLERR, "pair_coeff edgeframe: every atom type is NULL; map at least one type to an element");
   for (int i = 1; i <= ntypes; i++)
-    for (int j = i; j <= ntypes; j++)
-      setflag[i][j] = (!m_type_element[i].empty() && !m_type_element[j].empty()) ? 1 : 0;
+    for (int j = i; j <= ntypes; j++) setflag[i][j] = (m_type_species[i] >= 0 && m_type_species[j] >= 0) ? 1 : 0;
+  m_potential = std::move(potential);
+  m_evaluator.reset();    // a new potential needs a new evaluator (made in init_style)
+  m_graph.reset();
 }
 
 void PairEdgeframe::check_run_preconditions()
@@ -112,25 +156,219 @@ void PairEdgeframe::check_run_preconditions()
   if (force->newton_pair == 0)
     error->all(FLERR, "pair_style edgeframe requires 'newton on' (newton pair is off)");
   if (atom->tag_enable == 0) error->all(FLERR, "pair_style edgeframe requires atom IDs");
+  if (!m_potential) error->all(FLERR, "pair_style edgeframe: no pair_coeff given (pair_coeff * * <file> <elements>)");
 }
 
 void PairEdgeframe::init_style()
 {
   check_run_preconditions();
-  const auto info = edgeframe::build_info();
-  if (!info.evaluator_available)
-    error->all(FLERR, "pair_style edgeframe: the evaluator engine is not built into this plugin (edgeframe {}); "
-               "refusing to run without forces", info.edgeframe_version);
+  if (m_precision == "tf32")
+    error->all(FLERR, "pair_style edgeframe: precision tf32 needs the CUDA engine (issue #7); this build supports fp64 and fp32");
+
+  if (!m_evaluator) {
+    call_engine(error, Scope::ALL, FLERR, "pair_style edgeframe", [&] {
+      edgeframe::EvaluatorOptions options;
+      options.precision = edgeframe::parse_precision(m_precision);
+      m_evaluator = std::make_unique<edgeframe::Evaluator>(*m_potential, options);
+    });
+  }
   neighbor->add_request(this, NeighConst::REQ_FULL | NeighConst::REQ_GHOST);
+
+  // Ghost shell for T layers of message passing: owned energies are exact when every atom
+  // within T*r_cut of the subdomain is a ghost with its full neighbourhood.
+  const auto &cfg = m_potential->config;
+  const double shell = cfg.layers * cfg.r_cut + neighbor->skin;
+  if (comm->cutghostuser < shell) {
+    comm->cutghostuser = shell;
+    if (comm->me == 0)
+      utils::logmesg(lmp, "edgeframe: ghost cutoff set to {:.4g} A = {} layers x {:.4g} A + skin {:.4g} A\n", shell,
+                     cfg.layers, cfg.r_cut, neighbor->skin);
+  }
+  m_graph.reset();
+  m_graph_step = -1;    // force a rebuild of the node map at the first compute
+  if (comm->me == 0) print_model_block();
 }
 
-double PairEdgeframe::init_one(int, int)
+double PairEdgeframe::init_one(int i, int j)
 {
-  error->all(FLERR, "pair_style edgeframe: the evaluator engine is not built into this plugin");
-  return 0.0;
+  const double rc = m_potential ? m_potential->config.r_cut : 0.0;
+  cutghost[i][j] = cutghost[j][i] = rc;
+  return rc;
 }
 
-void PairEdgeframe::compute(int, int)
+void PairEdgeframe::print_model_block()
 {
-  error->one(FLERR, "pair_style edgeframe: the evaluator engine is not built into this plugin; no forces computed");
+  const auto &cfg = m_potential->config;
+  std::size_t n_params = 0;
+  for (const auto &named : m_potential->tensors) n_params += named.second.values.size();
+  std::string elements;
+  for (const auto &s : cfg.species) elements += (elements.empty() ? "" : " ") + s;
+  const auto info = edgeframe::build_info();
+  utils::logmesg(lmp,
+                 "edgeframe {}: potential {}\n"
+                 "  elements {} | r_cut {:.4g} A | lmax {} mmax {} | channels {} (hidden {}, ffn {}) | layers {}\n"
+                 "  parameters {} (stored {}, trained {}) | precision {} | execution space {} | "
+                 "Kokkos {} | LibTorch {}\n",
+                 info.edgeframe_version, m_potential_file, elements, cfg.r_cut, cfg.lmax, cfg.mmax, cfg.channels,
+                 cfg.hidden_channels, cfg.ffn_channels, cfg.layers, n_params, m_potential->dtype,
+                 m_potential->trained_precision, m_precision, info.execution_space, info.kokkos_version,
+                 info.torch_version);
+}
+
+void PairEdgeframe::rebuild_graph()
+{
+  // At a neighbour-list rebuild: which atoms are nodes, and the candidate pairs (r_cut + skin).
+  const int nlocal = atom->nlocal, nall = atom->nlocal + atom->nghost;
+  m_nodes.build(atom->type, nlocal, nall, m_type_species, list, m_potential->config.layers);
+  const int n = m_nodes.n_nodes();
+  const int p = (int) m_nodes.pair_i.size();
+
+  if (!m_buffers) m_buffers = new EdgeframeBuffers;
+  auto &b = *m_buffers;
+  if ((int) b.x.extent(0) < n) {
+    b.x = decltype(b.x)("edgeframe::positions", n);
+    b.x_host = Kokkos::create_mirror_view(b.x);
+  }
+  // Species and pairs change only here: plain deep copies.
+  b.species = decltype(b.species)("edgeframe::species", n);
+  auto species_h = Kokkos::create_mirror_view(b.species);
+  for (int k = 0; k < n; k++) species_h(k) = m_nodes.species[k];
+  Kokkos::deep_copy(b.species, species_h);
+  using HostInts = Kokkos::View<const int *, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+  b.pair_i = decltype(b.pair_i)("edgeframe::pair_i", p);
+  b.pair_j = decltype(b.pair_j)("edgeframe::pair_j", p);
+  Kokkos::deep_copy(b.pair_i, HostInts(m_nodes.pair_i.data(), p));
+  Kokkos::deep_copy(b.pair_j, HostInts(m_nodes.pair_j.data(), p));
+
+  if (m_graph_step < 0 && comm->me == 0)
+    utils::logmesg(lmp, "edgeframe: rank 0 graph: {} nodes ({} owned, {} ghosts kept of {} mapped atoms), {} candidate pairs\n",
+                   n, m_nodes.n_local, n - m_nodes.n_local, m_nodes.n_candidates, p);
+  m_graph_step = update->ntimestep;
+}
+
+void PairEdgeframe::build_step_graph()
+{
+  // Every step: the directed edges with r < r_cut at the current positions. The candidate
+  // pairs of the neighbour list reach r_cut + skin, which at LAMMPS' metal default skin of
+  // 2 A is (7/5)^3 = 2.7x more pairs than edges for r_cut 5 A; filtering them here costs one
+  // pass and a sort, far less than evaluating the model on edges whose envelope is zero.
+  auto &b = *m_buffers;
+  edgeframe::kk::PairList<edgeframe::Exec> pairs;
+  pairs.i = b.pair_i;
+  pairs.j = b.pair_j;
+  pairs.half = false;    // a full list: each entry is one directed edge (i <- j)
+  const int n = m_nodes.n_nodes();
+  auto positions = Kokkos::subview(b.x, std::make_pair(0, n), Kokkos::ALL);
+  call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe (graph)", [&] {
+    m_graph = std::make_unique<edgeframe::AtomGraph>(
+        edgeframe::make_graph(pairs, positions, b.species, m_nodes.n_local, m_potential->config.r_cut));
+  });
+}
+
+void PairEdgeframe::copy_positions()
+{
+  auto &b = *m_buffers;
+  double **x = atom->x;
+  const int n = m_nodes.n_nodes();
+  for (int k = 0; k < n; k++) {
+    const int i = m_nodes.atom_of_node[k];
+    for (int d = 0; d < 3; d++) b.x_host(k, d) = x[i][d];
+  }
+  Kokkos::deep_copy(b.x, b.x_host);
+}
+
+void PairEdgeframe::check_min_distance()
+{
+  // Two atoms closer than min_distance: the model was never trained there and the forces
+  // would be meaningless. Only owned receivers are checked, so each pair is reported once.
+  const double floor2 = m_min_distance * m_min_distance;
+  double **x = atom->x;
+  for (std::size_t e = 0; e < m_nodes.pair_i.size(); e++) {
+    const int ni = m_nodes.pair_i[e];
+    if (ni >= m_nodes.n_local) continue;
+    const int i = m_nodes.atom_of_node[ni], j = m_nodes.atom_of_node[m_nodes.pair_j[e]];
+    const double dx = x[j][0] - x[i][0], dy = x[j][1] - x[i][1], dz = x[j][2] - x[i][2];
+    const double r2 = dx * dx + dy * dy + dz * dz;
+    if (r2 < floor2)
+      error->one(FLERR, "pair_style edgeframe: atoms {} and {} are {:.4g} A apart at step {}, closer than min_distance {:.4g} A",
+                 atom->tag[i], atom->tag[j], std::sqrt(r2), update->ntimestep, m_min_distance);
+  }
+}
+
+void PairEdgeframe::compute(int eflag, int vflag)
+{
+  ev_init(eflag, vflag);
+  m_calls++;
+
+  double t0 = platform::walltime();
+  if (m_graph_step < 0 || neighbor->ago == 0) rebuild_graph();
+  // A rank that owns no mapped atom has no energy and so exerts no force: nothing to do
+  // (ranks of an open box beyond the atoms, or every owned type NULL under hybrid).
+  if (m_nodes.n_local == 0) return;
+  copy_positions();
+  build_step_graph();
+  double t1 = platform::walltime();
+  m_time_graph += t1 - t0;
+  check_min_distance();
+
+  edgeframe::What what;
+  what.forces = true;
+  what.energies = eflag_atom;
+  what.virial = vflag_global;
+  what.atom_virial = vflag_atom || cvflag_atom;
+  const int n = m_nodes.n_nodes();
+  auto positions = Kokkos::subview(m_buffers->x, std::make_pair(0, n), Kokkos::ALL);
+  edgeframe::Result result;
+  call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe", [&] {
+    result = m_evaluator->compute(*m_graph, positions, what);
+    Kokkos::fence("edgeframe::compute results to host");    // LAMMPS reads them on the host next
+  });
+  double t2 = platform::walltime();
+  m_time_engine += t2 - t1;
+
+  auto f_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), result.forces);
+  double **f = atom->f;
+  for (int k = 0; k < n; k++) {
+    const int i = m_nodes.atom_of_node[k];
+    for (int d = 0; d < 3; d++) {
+      const double fk = f_h(k, d);
+      if (!std::isfinite(fk))
+        error->one(FLERR, "pair_style edgeframe: non-finite force on atom {} at step {}; stopping instead of integrating on",
+                   atom->tag[i], update->ntimestep);
+      f[i][d] += fk;
+    }
+  }
+  if (eflag_global) eng_vdwl += result.energy;
+  if (vflag_global)
+    for (int c = 0; c < 6; c++) virial[c] += result.virial[kVoigt[c]];
+  if (eflag_atom) {
+    auto e_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), result.energies);
+    for (int k = 0; k < m_nodes.n_local; k++) eatom[m_nodes.atom_of_node[k]] += e_h(k);
+  }
+  if (vflag_atom || cvflag_atom) {
+    // Ghost entries are folded back onto their owners by compute stress/atom (newton on).
+    auto w_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), result.atom_virial);
+    for (int k = 0; k < n; k++) {
+      const int i = m_nodes.atom_of_node[k];
+      if (vflag_atom)
+        for (int c = 0; c < 6; c++) vatom[i][c] += w_h(k, kVoigt[c]);
+      if (cvflag_atom)
+        for (int c = 0; c < 9; c++) cvatom[i][c] += w_h(k, kCentroid[c]);
+    }
+  }
+  m_time_copy += platform::walltime() - t2;
+}
+
+void PairEdgeframe::finish()
+{
+  if (m_calls == 0) return;
+  double local[3] = {m_time_graph, m_time_engine, m_time_copy}, sum[3];
+  MPI_Allreduce(local, sum, 3, MPI_DOUBLE, MPI_SUM, world);
+  if (comm->me == 0) {
+    const double p = comm->nprocs;
+    utils::logmesg(lmp,
+                   "edgeframe timing over {} force calls (seconds, mean over {} ranks): graph build + position "
+                   "upload {:.4g} | engine (band, edge-frame kernels, GEMMs) {:.4g} | results to LAMMPS {:.4g}\n",
+                   m_calls, comm->nprocs, sum[0] / p, sum[1] / p, sum[2] / p);
+  }
 }

@@ -1,7 +1,8 @@
 /* -*- c++ -*- ----------------------------------------------------------
    edgeframe: LAMMPS pair style for edge-frame equivariant ML potentials.
-   Host-data style. The pair style marshals data and translates errors; the
-   physics lives in the engine (src/engine), which never sees a LAMMPS header.
+   Host-data style. It marshals LAMMPS' atoms and neighbour list into the
+   engine's graph and translates errors; the physics lives in the engine
+   (src/engine), which never sees a LAMMPS header.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_PAIR_EDGEFRAME_H
@@ -9,8 +10,17 @@
 
 #include "pair.h"
 
+#include "edgeframe_node_map.h"
+
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace edgeframe {
+class Evaluator;
+struct Potential;
+struct AtomGraph;
+}    // namespace edgeframe
 
 namespace LAMMPS_NS {
 
@@ -24,17 +34,32 @@ class PairEdgeframe : public Pair {
   void coeff(int, char **) override;
   void init_style() override;
   double init_one(int, int) override;
+  void finish() override;
 
  protected:
-  enum class Precision { FP64, FP32, TF32 };
-  static const char *precision_name(Precision p);
+  std::string m_precision = "fp32";       // pair_style keyword precision
+  double m_min_distance = 0.3;            // Angstrom, keyword min_distance (see doc/pair_style.md)
+  std::string m_potential_file;           // pair_coeff file
+  std::vector<std::string> m_type_element;  // [ntypes+1] element per LAMMPS type, "NULL" allowed
+  std::vector<int> m_type_species;          // [ntypes+1] potential species index, -1 for NULL
 
-  Precision m_precision = Precision::FP32;
-  std::string m_potential_file;           // path given to pair_coeff
-  std::vector<std::string> m_type_element;  // [ntypes+1], "" for NULL (type 0 unused)
+  std::unique_ptr<edgeframe::Potential> m_potential;
+  std::unique_ptr<edgeframe::Evaluator> m_evaluator;
+  std::unique_ptr<edgeframe::AtomGraph> m_graph;
+  edgeframe_glue::NodeMap m_nodes;    // LAMMPS atom <-> engine node, rebuilt with the graph
+  bigint m_graph_step = -1;           // timestep of the last graph build
+  struct EdgeframeBuffers *m_buffers;  // engine-side positions and species (pair_edgeframe.cpp)
+
+  double m_time_graph = 0.0, m_time_engine = 0.0, m_time_copy = 0.0;    // seconds, this rank
+  bigint m_calls = 0;
 
   void allocate();
   void check_run_preconditions();
+  void print_model_block();
+  void rebuild_graph();
+  void check_min_distance();
+  void copy_positions();
+  void build_step_graph();
 };
 
 }    // namespace LAMMPS_NS

@@ -1,4 +1,5 @@
 """The plugin loads into a real LAMMPS, registers its styles and checks its input."""
+from pathlib import Path
 
 DIAMOND_BOX = """
 units metal
@@ -19,7 +20,7 @@ def test_plugin_list_shows_host_and_kokkos_styles(lammps):
 
 
 def test_pair_style_accepts_every_precision(lammps, tmp_path):
-    for precision in ("fp64", "fp32", "tf32"):
+    for precision in ("fp64", "fp32", "tf32"):    # tf32 is refused later, at init, on CPU builds
         run = lammps(DIAMOND_BOX + f"pair_style edgeframe precision {precision}\n")
         assert run.returncode == 0, run.output
 
@@ -39,7 +40,7 @@ def test_unknown_precision_is_named(lammps):
 def test_missing_potential_file_is_named(lammps):
     run = lammps(DIAMOND_BOX + "pair_style edgeframe\npair_coeff * * no_such_model.safetensors C\n")
     assert run.returncode != 0
-    assert "cannot open potential file 'no_such_model.safetensors'" in run.output
+    assert "cannot open potential file no_such_model.safetensors" in run.output
 
 
 def test_wrong_number_of_elements_is_reported(lammps, tmp_path):
@@ -49,29 +50,53 @@ def test_wrong_number_of_elements_is_reported(lammps, tmp_path):
     assert "for each of the 1 atom types" in run.output
 
 
-def test_units_other_than_metal_are_refused_at_run(lammps, tmp_path):
-    (tmp_path / "model.safetensors").write_bytes(b"\0" * 16)
+GOLDEN_MODEL = Path(__file__).resolve().parents[1] / "data" / "goldens" / "model_L2m1.safetensors"
+
+
+def test_units_other_than_metal_are_refused_at_run(lammps):
     script = DIAMOND_BOX.replace("units metal", "units real")
-    run = lammps(script + "pair_style edgeframe\npair_coeff * * model.safetensors C\nrun 0\n")
+    run = lammps(script + f"pair_style edgeframe\npair_coeff * * {GOLDEN_MODEL} C\nrun 0\n")
     assert run.returncode != 0
     assert "requires 'units metal'" in run.output
 
 
-def test_run_without_engine_stops_with_a_clear_error_and_no_thermo(lammps, tmp_path):
-    # Until the evaluator is built in (issue #4) a run must stop, never integrate on fake forces.
-    (tmp_path / "model.safetensors").write_bytes(b"\0" * 16)
-    run = lammps(DIAMOND_BOX + "pair_style edgeframe\npair_coeff * * model.safetensors C\nrun 1\n")
+def test_newton_off_is_refused_at_run(lammps):
+    run = lammps("newton off\n" + DIAMOND_BOX + f"pair_style edgeframe\npair_coeff * * {GOLDEN_MODEL} C\nrun 0\n")
     assert run.returncode != 0
-    assert "evaluator engine is not built into this plugin" in run.output
-    assert "Step" not in run.output
+    assert "requires 'newton on'" in run.output
 
 
-def test_kokkos_suffix_run_stops_with_the_same_clear_error(lammps, tmp_path):
-    # -sf kk selects edgeframe/kk (Kokkos OpenMP here); it must refuse to run just the same.
+def test_corrupt_potential_file_is_named(lammps, tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"\0" * 16)
-    run = lammps(DIAMOND_BOX + "pair_style edgeframe\npair_coeff * * model.safetensors C\nrun 1\n",
+    run = lammps(DIAMOND_BOX + "pair_style edgeframe\npair_coeff * * model.safetensors C\n")
+    assert run.returncode != 0
+    assert "model.safetensors" in run.output and "pair_coeff edgeframe" in run.output
+
+
+def test_truncated_potential_file_is_named(lammps, tmp_path):
+    data = GOLDEN_MODEL.read_bytes()
+    (tmp_path / "cut.safetensors").write_bytes(data[: len(data) // 2])
+    run = lammps(DIAMOND_BOX + "pair_style edgeframe\npair_coeff * * cut.safetensors C\n")
+    assert run.returncode != 0
+    assert "cut.safetensors" in run.output
+
+
+def test_element_not_in_model_is_named_with_the_valid_ones(lammps):
+    run = lammps(DIAMOND_BOX + f"pair_style edgeframe\npair_coeff * * {GOLDEN_MODEL} Si\n")
+    assert run.returncode != 0
+    assert "Si" in run.output and "C, Cu" in run.output
+
+
+def test_atoms_closer_than_min_distance_stop_the_run(lammps):
+    # Two atoms 0.1 A apart: the step and both atom IDs are named and nothing is integrated.
+    script = DIAMOND_BOX + "create_atoms 1 single 0.1 0.1 0.1 units box\n"
+    run = lammps(script + f"pair_style edgeframe\npair_coeff * * {GOLDEN_MODEL} C\nfix 1 all nve\nrun 10\n")
+    assert run.returncode != 0
+    assert "closer than min_distance 0.3 A" in run.output and "at step 0" in run.output
+
+
+def test_kokkos_suffix_selects_the_kk_style(lammps):
+    run = lammps(DIAMOND_BOX + f"pair_style edgeframe\npair_coeff * * {GOLDEN_MODEL} C\nrun 0 post no\n",
                  args=("-k", "on", "t", "1", "-sf", "kk"))
-    assert run.returncode != 0
     assert "KOKKOS mode with Kokkos version 5.0.2" in run.output
-    assert "evaluator engine is not built into this plugin" in run.output
-    assert "Step" not in run.output
+    assert "edgeframe/kk" in run.output

@@ -1,0 +1,48 @@
+/* -*- c++ -*- ----------------------------------------------------------
+   Turns the engine's typed exceptions into LAMMPS errors (STYLE.md §11):
+   input problems every rank sees alike -> error->all, problems found while
+   computing on one rank -> error->one. The text always goes through "{}".
+------------------------------------------------------------------------- */
+
+#ifndef LMP_EDGEFRAME_LAMMPS_ERRORS_H
+#define LMP_EDGEFRAME_LAMMPS_ERRORS_H
+
+#include "error.h"
+
+#include "errors.hpp"
+
+#include <c10/util/Exception.h>
+
+#include <exception>
+#include <new>
+
+namespace LAMMPS_NS {
+namespace edgeframe_glue {
+
+  enum class Scope { ALL, ONE };
+
+  // Runs fn(); any exception becomes error->all / error->one with `where` as prefix.
+  template <class Fn>
+  void call_engine(Error *error, Scope scope, const char *file, int line, const char *where, Fn &&fn)
+  {
+    auto fail = [&](const std::string &what) {
+      if (scope == Scope::ALL)
+        error->all(file, line, "{}: {}", where, what);
+      else
+        error->one(file, line, "{}: {}", where, what);
+    };
+    try {
+      fn();
+    } catch (const c10::Error &e) {
+      fail(e.what_without_backtrace());    // LibTorch errors: the message without a C++ backtrace
+    } catch (const std::bad_alloc &) {
+      fail("out of memory while evaluating the model (allocation failed)");
+    } catch (const std::exception &e) {
+      fail(e.what());
+    }
+  }
+
+}    // namespace edgeframe_glue
+}    // namespace LAMMPS_NS
+
+#endif

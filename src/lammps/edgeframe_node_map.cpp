@@ -1,0 +1,70 @@
+#include "edgeframe_node_map.h"
+
+#include "neigh_list.h"
+#include "neighbor.h"
+
+using namespace LAMMPS_NS;
+using namespace LAMMPS_NS::edgeframe_glue;
+
+void NodeMap::build(const int *type, int nlocal, int nall, const std::vector<int> &type_species,
+                    const NeighList *list, int layers)
+{
+  auto mapped = [&](int a) { return type_species[type[a]] >= 0; };
+
+  // Breadth-first hop count from the owned atoms over the neighbour list (receiver i lists
+  // its senders j). Only atoms that appear as list owners (owned + ghosts with neighbours)
+  // can pass hops on.
+  m_hop.assign(nall, -1);
+  m_frontier.clear();
+  n_candidates = 0;
+  for (int i = 0; i < nall; i++) n_candidates += mapped(i);
+  for (int i = 0; i < nlocal; i++)
+    if (mapped(i)) {
+      m_hop[i] = 0;
+      m_frontier.push_back(i);
+    }
+  for (int h = 0; h < layers && !m_frontier.empty(); h++) {
+    m_next.clear();
+    for (int i : m_frontier) {
+      const int *jlist = list->firstneigh[i];
+      for (int jj = 0; jj < list->numneigh[i]; jj++) {
+        const int j = jlist[jj] & NEIGHMASK;
+        if (m_hop[j] < 0 && mapped(j)) {
+          m_hop[j] = h + 1;
+          m_next.push_back(j);
+        }
+      }
+    }
+    m_frontier.swap(m_next);
+  }
+
+  node_of_atom.assign(nall, -1);
+  atom_of_node.clear();
+  species.clear();
+  n_local = 0;
+  for (int i = 0; i < nall; i++) {
+    if (m_hop[i] < 0) continue;
+    node_of_atom[i] = (int) atom_of_node.size();
+    atom_of_node.push_back(i);
+    species.push_back(type_species[type[i]]);
+    n_local += i < nlocal;    // owned atoms are 0..nlocal-1 in LAMMPS, so they come first
+  }
+
+  // Pairs in receiver order (LAMMPS list order), kept when the receiver's features matter at
+  // some layer, i.e. it is at most T-1 hops from an owned atom.
+  pair_i.clear();
+  pair_j.clear();
+  const int ntotal = list->inum + list->gnum;
+  for (int ii = 0; ii < ntotal; ii++) {
+    const int i = list->ilist[ii];
+    if (m_hop[i] < 0 || m_hop[i] > layers - 1) continue;
+    const int ni = node_of_atom[i];
+    const int *jlist = list->firstneigh[i];
+    for (int jj = 0; jj < list->numneigh[i]; jj++) {
+      const int nj = node_of_atom[jlist[jj] & NEIGHMASK];
+      if (nj < 0) continue;
+      pair_i.push_back(ni);
+      pair_j.push_back(nj);
+    }
+  }
+}
