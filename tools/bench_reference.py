@@ -11,7 +11,10 @@ rebuilt only every few steps in MD), then times a step = edge vectors from posit
 one backward for the forces. Reported: median step time over --repeats after --warmup steps,
 atom-steps/s, edges per atom, peak memory (CUDA: max_memory_allocated; CPU: peak RSS of the
 worker process), and for compile the time of the first (compiling) call. A worker that fails
-(out of memory, compiler error, timeout) reports why and the table says so.
+(out of memory, compiler error, timeout) reports why and the table says so. On a CPU each
+worker's address space is capped (--max-memory-gb) so that a case too large for the machine
+fails cleanly instead of calling the kernel's OOM killer on a shared host; --edge-chunk trades
+time for memory (recompute in backward).
 """
 
 import argparse
@@ -54,7 +57,7 @@ def run_case(case):
     atoms = rattle(atoms, 0.02, seed=1)
     model = random_model(make_config(case["shape"]), seed=0, dtype=dtype, device=device)
     model.requires_grad_(False)
-    model.checkpoint_layers = case["checkpoint"]
+    model.edge_chunk = case["edge_chunk"]
 
     t0 = time.perf_counter()
     i, j, shift = neighbor_list(atoms.positions, atoms.cell, atoms.pbc, model.cfg.r_cut)
@@ -145,11 +148,12 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2, help="untimed steps first (>= 1)")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
-    ap.add_argument("--checkpoint", action="store_true",
-                    help="recompute layer activations in the backward pass (less memory)")
+    ap.add_argument("--edge-chunk", type=int, default=0,
+                    help="run each layer's edge work in checkpointed chunks of this many edges "
+                         "(recomputed in backward: less memory, more time; 0: off)")
     ap.add_argument("--max-memory-gb", type=float, default=None,
-                    help="CPU only: cap each worker's extra address space (default: 80%% of "
-                         "MemAvailable; 0: no cap)")
+                    help="CPU only: cap each worker's extra address space (default: half of "
+                         "MemAvailable at start; 0: no cap)")
     ap.add_argument("--case-timeout", type=float, default=3600, help="seconds per case")
     ap.add_argument("--out", type=pathlib.Path, default=pathlib.Path("bench_reference.json"))
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -157,17 +161,22 @@ def main():
     if args.worker:
         return worker_main(args.worker)
 
+    import signal
     import torch
+
+    def on_term(signum, frame):   # so that subprocess.run kills the running worker
+        raise SystemExit(f"terminated by signal {signum}")
+    signal.signal(signal.SIGTERM, on_term)
     max_mem = args.max_memory_gb
     if max_mem is None:
         max_mem = 0.0
         if not args.device.startswith("cuda"):
             avail = next(int(ln.split()[1]) for ln in open("/proc/meminfo")
                          if ln.startswith("MemAvailable:"))
-            max_mem = round(0.8 * avail / 2 ** 20, 1)
+            max_mem = round(0.5 * avail / 2 ** 20, 1)
     cases = [dict(system=s, size=int(n), shape=sh, mode=m, device=args.device,
                   dtype=args.dtype, repeats=args.repeats, warmup=max(1, args.warmup),
-                  threads=args.threads, checkpoint=args.checkpoint, max_memory_gb=max_mem)
+                  threads=args.threads, edge_chunk=args.edge_chunk, max_memory_gb=max_mem)
              for s in args.systems.split(",") for n in args.sizes.split(",")
              for sh in args.shapes.split(",") for m in args.modes.split(",")]
     env = {"python": sys.version.split()[0], "torch": torch.__version__,
@@ -179,7 +188,7 @@ def main():
            "command": " ".join([pathlib.Path(sys.argv[0]).as_posix()] + sys.argv[1:])}
     print(f"edgeframe reference benchmark: {len(cases)} cases on {args.device} "
           f"({env['cuda_device'] or platform.processor() or 'cpu'}), {args.dtype}, "
-          f"torch {torch.__version__}, checkpoint {args.checkpoint}, "
+          f"torch {torch.__version__}, edge chunk {args.edge_chunk or 'off'}, "
           f"worker memory cap {max_mem or 'none'} GB", flush=True)
     print(HEADER, flush=True)
     results = []

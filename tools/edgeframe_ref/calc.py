@@ -45,8 +45,8 @@ def evaluate(model, atoms, edges=None, roll=None, want_virial=True, forces=True)
            "edges": (i.cpu(), j.cpu(), shift.cpu())}
     if not forces:
         return out
-    (grad,) = torch.autograd.grad(energies.sum(), vec)
-    g = grad.to(torch.float64)
+    (grad,) = torch.autograd.grad(energies.sum(), vec, allow_unused=True)
+    g = torch.zeros_like(vec64) if grad is None else grad.to(torch.float64)   # None: no edges
     n = len(atoms)
     f = torch.zeros(n, 3, dtype=torch.float64, device=device)
     f.index_add_(0, i, g).index_add_(0, j, -g)

@@ -22,10 +22,11 @@ class EdgeFrameModel(torch.nn.Module):
             self._register(name, torch.nn.Parameter(torch.zeros(shape, dtype=torch.float64)))
         self.register_buffer("e0", torch.tensor([cfg.e0[s] for s in cfg.species],
                                                 dtype=torch.float64), persistent=False)
-        # Runtime switch (not a hyperparameter): recompute each layer's edge activations in the
-        # backward pass instead of storing them (torch.utils.checkpoint). Same results, peak
-        # memory of about one layer instead of T; used by the benchmark for large boxes.
-        self.checkpoint_layers = False
+        # Runtime switch (not a hyperparameter): if > 0, each layer's per-edge work (steps b-g)
+        # runs over chunks of this many edges, each under torch.utils.checkpoint, so edge
+        # activations are recomputed in the backward pass instead of stored. Same results,
+        # peak memory of one chunk instead of all edges x all layers; for large benchmarks.
+        self.edge_chunk = 0
 
     def _register(self, name, param):
         """Register a parameter under a dotted name (state_dict key == file tensor name)."""
@@ -103,14 +104,35 @@ class EdgeFrameModel(torch.nn.Module):
 
     def interaction(self, t, h, species, edge_i, edge_j, bands, rbf, u):
         cfg = self.cfg
+        pre = f"layers.{t}."
+        # a. equivariant RMS norm
+        n = self.rms_norm_eq(h, self.p(pre + "norm_scale"))
+        # b-g. per-edge messages, aggregated into receivers
+        E = edge_i.shape[0]
+        agg = torch.zeros_like(h)
+        if 0 < self.edge_chunk < E and torch.is_grad_enabled():
+            for s in range(0, E, self.edge_chunk):
+                part = slice(s, min(s + self.edge_chunk, E))
+                args = (t, n, species, edge_i[part], edge_j[part], [b[part] for b in bands],
+                        rbf[part], u[part])
+                msg = torch.utils.checkpoint.checkpoint(self.edge_messages, *args,
+                                                        use_reentrant=False)
+                agg = agg.index_add(0, edge_i[part], msg)
+        else:
+            msg = self.edge_messages(t, n, species, edge_i, edge_j, bands, rbf, u)
+            agg = agg.index_add(0, edge_i, msg)
+        h = h + agg / cfg.avg_neighbors
+        # h. feed-forward
+        return h + self.feed_forward(pre, h)
+
+    def edge_messages(self, t, n, species, edge_i, edge_j, bands, rbf, u):
+        """Steps b-g for a set of edges: msg_e = u(r_e) unrot_e(w_e), [E, D, C]."""
+        cfg = self.cfg
         L, M, C = cfg.lmax, cfg.mmax, cfg.channels
         pre = f"layers.{t}."
         E = edge_i.shape[0]
-
-        # a. equivariant RMS norm
-        n = self.rms_norm_eq(h, self.p(pre + "norm_scale"))
         # b. rotate into the edge frame (rows |m| <= min(l, mmax) only) and pack by m
-        rows, pack, unpack, sizes = self.row_tables(h.device)
+        rows, pack, unpack, sizes = self.row_tables(n.device)
         ys = []
         for l in range(L + 1):
             nl = n[:, l * l:(l + 1) ** 2]
@@ -141,11 +163,7 @@ class EdgeFrameModel(torch.nn.Module):
         w = torch.cat([blocks[0]] + [b for m in range(1, M + 1) for b in blocks[m]], dim=1)
         w = w[:, unpack].split(rows, dim=1)                            # per l: [E, 2k+1, C]
         msgs = [bands[l].transpose(1, 2) @ w[l] for l in range(L + 1)]   # [E, 2l+1, C]
-        msg = torch.cat(msgs, dim=1) * u[:, None, None]
-        agg = torch.zeros_like(h).index_add(0, edge_i, msg)
-        h = h + agg / cfg.avg_neighbors
-        # h. feed-forward
-        return h + self.feed_forward(pre, h)
+        return torch.cat(msgs, dim=1) * u[:, None, None]
 
     def feed_forward(self, pre, h):
         L = self.cfg.lmax
@@ -191,9 +209,5 @@ class EdgeFrameModel(torch.nn.Module):
         h = emb.new_zeros(N, cfg.num_coeffs, cfg.channels)
         h = torch.cat([emb[species][:, None, :], h[:, 1:]], dim=1)
         for t in range(cfg.layers):
-            args = (t, h, species, edge_i, edge_j, bands, rbf, u)
-            if self.checkpoint_layers and torch.is_grad_enabled():
-                h = torch.utils.checkpoint.checkpoint(self.interaction, *args, use_reentrant=False)
-            else:
-                h = self.interaction(*args)
+            h = self.interaction(t, h, species, edge_i, edge_j, bands, rbf, u)
         return self.readout_energy(h, species)
