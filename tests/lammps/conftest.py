@@ -15,7 +15,7 @@ def pytest_addoption(parser):
 class LammpsRun:
     """Runs one input script in a scratch folder and keeps what LAMMPS printed."""
 
-    def __init__(self, lmp: str, plugin: str, workdir: Path):
+    def __init__(self, lmp: str, plugin: str, workdir: Path):  # plugin: absolute path
         self.lmp, self.plugin, self.workdir = lmp, plugin, workdir
 
     def __call__(self, script: str, args=(), nprocs: int = 1, timeout: int = 300):

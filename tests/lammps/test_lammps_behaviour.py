@@ -1,0 +1,191 @@
+"""What LAMMPS users do with a pair style beyond run 0: MD with energy conservation,
+minimize, rerun, restart round trips, hybrid/overlay and hybrid with NULL types."""
+import numpy as np
+import pytest
+
+from reference_case import METAL_NKTV2P, calc, potential_io, random_init, structures, write_data
+
+from test_vs_reference import close, small_model, structure  # noqa: F401  (fixture re-export)
+
+
+def thermo_table(output, first="Step"):
+    """All thermo rows of every run block, as a list of float lists."""
+    rows, cols = [], None
+    for line in output.splitlines():
+        parts = line.split()
+        if parts and parts[0] == first:
+            cols = parts
+            continue
+        if cols and len(parts) == len(cols):
+            try:
+                rows.append([float(v) for v in parts])
+            except ValueError:
+                cols = None
+        elif cols:
+            cols = None
+    return rows
+
+
+def setup(tmp_path, atoms, model_path, elements="C Cu", extra_types=0, pre=""):
+    write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
+    return f"""
+units metal
+atom_style atomic
+boundary p p p
+atom_modify map array
+{pre}
+read_data data.lmp
+mass 1 12.011
+mass 2 63.546
+pair_style edgeframe precision fp64
+pair_coeff * * {model_path} {elements}
+"""
+
+
+def test_nve_conserves_energy(lammps, tmp_path, small_model):
+    # 60 steps of 0.5 fs at 600 K on rattled diamond; forces must be the exact gradient of
+    # the energy for the total energy to stay flat. (The random-weight model is no physical
+    # potential: run much longer and atoms collapse onto each other, which the min_distance
+    # check then stops, as seen at step 83.)
+    _, path = small_model
+    atoms, _ = structure("diamond64")
+    script = setup(tmp_path, atoms, path) + """
+velocity all create 600 4928459 mom yes rot yes dist gaussian
+timestep 0.0005
+fix 1 all nve
+thermo 10
+thermo_style custom step temp pe etotal
+thermo_modify format float %.15g
+run 60
+"""
+    run = lammps(script)
+    assert run.returncode == 0, run.output[-2000:]
+    rows = np.array(thermo_table(run.output))
+    etot = rows[:, 3]
+    temp = rows[:, 1]
+    assert temp.min() > 50.0, "atoms did not move"
+    # Velocity Verlet with dt = 0.5 fs: fluctuations ~1e-5 eV/atom; a wrong force term would
+    # drift by orders of magnitude more.
+    assert np.abs(etot - etot[0]).max() / len(atoms) < 2e-4, etot
+
+
+def test_minimize_lowers_the_energy_and_the_force_norm(lammps, tmp_path, small_model):
+    _, path = small_model
+    atoms, _ = structure("diamond64")
+    script = setup(tmp_path, atoms, path) + """
+thermo_style custom step pe fnorm
+thermo_modify format float %.15g
+min_style cg
+minimize 0 1e-8 10 100
+"""
+    run = lammps(script)
+    assert run.returncode == 0, run.output[-2000:]
+    rows = np.array(thermo_table(run.output))
+    # The random-weight model has no minimum to find (atoms would fall onto each other), so
+    # ten CG iterations must simply lower the energy along the force direction.
+    assert rows[-1, 1] < rows[0, 1] - 1e-3
+
+
+def test_rerun_reproduces_the_run(lammps, tmp_path, small_model):
+    _, path = small_model
+    atoms, _ = structure("bcc_cu54")
+    script = setup(tmp_path, atoms, path) + """
+velocity all create 900 11 mom yes rot yes
+timestep 0.001
+fix 1 all nve
+thermo 10
+thermo_style custom step pe press
+thermo_modify format float %.15g
+dump d all custom 10 traj.dump id type x y z
+dump_modify d format float %.17g
+run 30
+"""
+    first = lammps(script)
+    assert first.returncode == 0, first.output[-2000:]
+    rerun_script = setup(tmp_path, atoms, path) + """
+thermo 10
+thermo_style custom step pe press
+thermo_modify format float %.15g
+rerun traj.dump dump x y z
+"""
+    second = lammps(rerun_script)
+    assert second.returncode == 0, second.output[-2000:]
+    a = np.array(thermo_table(first.output))
+    b = np.array(thermo_table(second.output))
+    assert a.shape == b.shape
+    assert close(b[:, 1], a[:, 1], rel=1e-12)
+    # press includes the kinetic term in the run but not in the rerun (no velocities): compare pe only.
+
+
+def test_restart_round_trip_gives_the_same_energy(lammps, tmp_path, small_model):
+    _, path = small_model
+    atoms, _ = structure("triclinic_ccu16")
+    script = setup(tmp_path, atoms, path) + """
+thermo_style custom step pe pxx pyz
+thermo_modify format float %.15g
+run 0 post no
+write_restart state.restart
+write_data state.data
+clear
+plugin load {plugin}
+read_restart state.restart
+pair_style edgeframe precision fp64
+pair_coeff * * {model} C Cu
+thermo_style custom step pe pxx pyz
+thermo_modify format float %.15g
+run 0 post no
+clear
+plugin load {plugin}
+units metal
+atom_modify map array
+read_data state.data
+pair_style edgeframe precision fp64
+pair_coeff * * {model} C Cu
+thermo_style custom step pe pxx pyz
+thermo_modify format float %.15g
+run 0 post no
+""".format(plugin=lammps.plugin, model=path)
+    run = lammps(script)
+    assert run.returncode == 0, run.output[-2000:]
+    rows = np.array(thermo_table(run.output))
+    assert rows.shape[0] == 3
+    assert close(rows[1], rows[0], rel=1e-12) and close(rows[2], rows[0], rel=1e-12)
+
+
+def test_hybrid_overlay_adds_the_other_style(lammps, tmp_path, small_model):
+    _, path = small_model
+    atoms, _ = structure("diamond64")
+    base = setup(tmp_path, atoms, path)
+    only_ml = lammps(base + "thermo_style custom step pe\nthermo_modify format float %.15g\nrun 0 post no\n")
+    lj = base.replace("pair_style edgeframe precision fp64", "pair_style lj/cut 3.0").replace(
+        f"pair_coeff * * {path} C Cu", "pair_coeff * * 0.01 1.5")
+    only_lj = lammps(lj + "thermo_style custom step pe\nthermo_modify format float %.15g\nrun 0 post no\n")
+    both = base.replace("pair_style edgeframe precision fp64",
+                        "pair_style hybrid/overlay edgeframe precision fp64 lj/cut 3.0").replace(
+        f"pair_coeff * * {path} C Cu", f"pair_coeff * * edgeframe {path} C Cu\npair_coeff * * lj/cut 0.01 1.5")
+    overlay = lammps(both + "thermo_style custom step pe\nthermo_modify format float %.15g\nrun 0 post no\n")
+    for r in (only_ml, only_lj, overlay):
+        assert r.returncode == 0, r.output[-2000:]
+    e_ml, e_lj, e_both = (thermo_table(r.output)[0][1] for r in (only_ml, only_lj, overlay))
+    assert close(e_both, e_ml + e_lj, rel=1e-12)
+
+
+def test_hybrid_with_null_types_sees_only_its_atoms(lammps, tmp_path, small_model):
+    # Type 2 (Cu) is NULL for edgeframe and handled by lj/cut: edgeframe's energy must equal
+    # the reference evaluated on the carbon atoms alone.
+    model, path = small_model
+    atoms, _ = structure("triclinic_ccu16")
+    base = setup(tmp_path, atoms, path)
+    script = base.replace("pair_style edgeframe precision fp64",
+                          "pair_style hybrid edgeframe precision fp64 lj/cut 3.0").replace(
+        f"pair_coeff * * {path} C Cu",
+        f"pair_coeff * * edgeframe {path} C NULL\npair_coeff 1 2 lj/cut 0.0 1.5\npair_coeff 2 2 lj/cut 0.0 1.5")
+    script += "compute ml all pair edgeframe\nthermo_style custom step c_ml\nthermo_modify format float %.15g\nrun 0 post no\n"
+    run = lammps(script)
+    assert run.returncode == 0, run.output[-2000:]
+    carbon = atoms.copy()
+    keep = [k for k, s in enumerate(atoms.symbols) if s == "C"]
+    carbon.positions = atoms.positions[keep]
+    carbon.symbols = [atoms.symbols[k] for k in keep]
+    ref = calc.evaluate(model, carbon)
+    assert close(thermo_table(run.output)[0][1], ref["energy"])
