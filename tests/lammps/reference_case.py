@@ -73,6 +73,7 @@ pair_style edgeframe precision {precision}
 pair_coeff * * {model} {elements}
 compute pe_atom all pe/atom
 compute w_atom all stress/atom NULL virial
+compute cw_atom all centroid/stress/atom NULL virial
 compute w all pressure NULL virial
 variable vxx equal c_w[1]*vol/{nktv2p}
 variable vyy equal c_w[2]*vol/{nktv2p}
@@ -82,7 +83,7 @@ variable vxz equal c_w[5]*vol/{nktv2p}
 variable vyz equal c_w[6]*vol/{nktv2p}
 thermo_style custom step pe v_vxx v_vyy v_vzz v_vxy v_vxz v_vyz
 thermo_modify format float %.17g
-dump d all custom 1 forces.dump id fx fy fz c_pe_atom c_w_atom[*]
+dump d all custom 1 forces.dump id fx fy fz c_pe_atom c_w_atom[*] c_cw_atom[*]
 dump_modify d format float %.17g sort id
 {extra}
 run 0 post no

@@ -65,6 +65,7 @@ def expected(model, atoms, q):
 
 
 VOIGT = [(0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)]
+CENTROID = VOIGT + [(1, 0), (2, 0), (2, 1)]
 
 
 @pytest.mark.parametrize("name", ["diamond64", "bcc_cu54", "triclinic_ccu16", "cluster"])
@@ -81,6 +82,9 @@ def test_single_rank_matches_reference(lammps, tmp_path, small_model, name):
     # compute stress/atom (NULL virial) reports -(per-atom virial) * nktv2p, in bar A^3
     lammps_w = -dump[:, 5:11] / METAL_NKTV2P
     assert close(lammps_w, [[atom_virial[k, a, b] for a, b in VOIGT] for k in range(len(atoms))])
+    # centroid/stress/atom: the 9-component, unsymmetrised form (xx yy zz xy xz yz yx zx zy)
+    lammps_cw = -dump[:, 11:20] / METAL_NKTV2P
+    assert close(lammps_cw, [[atom_virial[k, a, b] for a, b in CENTROID] for k in range(len(atoms))])
 
 
 @pytest.mark.parametrize("name,nprocs,grid", [("diamond64", 2, "2 1 1"), ("diamond64", 4, "2 2 1"),
