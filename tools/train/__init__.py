@@ -1,0 +1,3 @@
+"""edgeframe trainer: fits the reference model (tools/edgeframe_ref) to tools/data."""
+
+__version__ = "1.0.0"
