@@ -146,6 +146,7 @@ void PairEdgeframe::coeff(int narg, char **arg)
     for (int j = i; j <= ntypes; j++) setflag[i][j] = (m_type_species[i] >= 0 && m_type_species[j] >= 0) ? 1 : 0;
   m_potential = std::move(potential);
   m_evaluator.reset();    // a new potential needs a new evaluator (made in init_style)
+  m_model_block_printed = false;
   m_graph.reset();
 }
 
@@ -186,7 +187,10 @@ void PairEdgeframe::init_style()
   }
   m_graph.reset();
   m_graph_step = -1;    // force a rebuild of the node map at the first compute
-  if (comm->me == 0) print_model_block();
+  m_time_graph = m_time_engine = m_time_copy = 0.0;    // the end-of-run split is per run
+  m_calls = 0;
+  if (comm->me == 0 && !m_model_block_printed) print_model_block();
+  m_model_block_printed = true;    // once per pair_coeff, not at every run
 }
 
 double PairEdgeframe::init_one(int i, int j)

@@ -52,6 +52,7 @@ class PairEdgeframe : public Pair {
 
   double m_time_graph = 0.0, m_time_engine = 0.0, m_time_copy = 0.0;    // seconds, this rank
   bigint m_calls = 0;
+  bool m_model_block_printed = false;
 
   void allocate();
   void check_run_preconditions();
