@@ -4,7 +4,8 @@
 //   x_e[:, c] = n[send(e), :, c] for c < C,  n[recv(e), :, c - C] for C <= c < 2C.
 // Index helpers and layouts: band_layout.hpp. One team per edge (forward, backward-edge) or per
 // node (backward-node), vector lanes over channels; every output element has one writer, the
-// node pass walks the receiver CSR and the sender grouping: no atomics, deterministic.
+// node pass walks the sender grouping then the receiver CSR in edge order: no atomics,
+// deterministic.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -17,6 +18,9 @@ namespace edgeframe::kk {
 struct TagBackwardEdge {};
 struct TagBackwardNode {};
 
+// Loop order (all passes): band entries outer, channels inner and contiguous, accumulating
+// into the output row this team owns, so the channel loop vectorises on CPUs and coalesces on
+// GPUs. Short sums (2l+1 terms) accumulate in Real; channel reductions (2C terms) in double.
 template <class Exec, class Real>
 struct EdgeFramePack {
   using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
@@ -27,97 +31,117 @@ struct EdgeFramePack {
   View1<const int, Exec> recv_offsets, send_offsets, send_edges;  // graph.hpp
   View3<Real, Exec> u;              // [E, K, 2C] forward output
   View3<const Real, Exec> grad_u;   // [E, K, 2C] backward input
+  View3<Real, Exec> grad_rot;       // [E, K, 2C] g * grad_u: backward-edge output, backward-node input
   View3<Real, Exec> grad_n;         // [N, D, C] backward output (overwritten)
   View2<Real, Exec> grad_band;      // [E, band_size] backward output (overwritten)
   View3<Real, Exec> grad_g;         // [E, gate_rows, 2C] backward output (overwritten)
   int lmax, mmax, channels;
 
-  // Rotated, unmodulated value of packed row (l, m), channel c of edge e.
-  KOKKOS_INLINE_FUNCTION double rotated(int e, int i, int j, int l, int boff, int c) const {
-    const int node = c < channels ? j : i;
-    const int cc = c < channels ? c : c - channels;
-    double acc = 0.0;
-    for (int mp = -l; mp <= l; ++mp) acc += double(band(e, boff + mp + l)) * double(n(node, l * l + l + mp, cc));
-    return acc;
-  }
-
   KOKKOS_INLINE_FUNCTION void operator()(TagForward, const Team& team) const {
     const int e = team.league_rank();
-    const int i = recv(e), j = send(e);
+    const int i = recv(e), j = send(e), C = channels;
     for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
       const int k = band_k(l, mmax);
       for (int m = -k; m <= k; ++m) {
         const int boff = off + (m + k) * (2 * l + 1);
-        const int prow = packed_row(l, m, lmax), grow = gate_row(l, m, lmax);
-        Kokkos::parallel_for(Kokkos::TeamVectorRange(team, 2 * channels), [&](int c) {
-          u(e, prow, c) = static_cast<Real>(double(g(e, grow, c)) * rotated(e, i, j, l, boff, c));
+        Real* KOKKOS_RESTRICT ur = &u(e, packed_row(l, m, lmax), 0);  // [2C], this team's row
+        const Real* KOKKOS_RESTRICT gr = &g(e, gate_row(l, m, lmax), 0);
+        for (int mp = -l; mp <= l; ++mp) {
+          const Real d = band(e, boff + mp + l);
+          const Real* KOKKOS_RESTRICT xj = &n(j, l * l + l + mp, 0);
+          const Real* KOKKOS_RESTRICT xi = &n(i, l * l + l + mp, 0);
+          if (mp == -l)
+            Kokkos::parallel_for(Kokkos::TeamVectorRange(team, C), [&](int c) {
+              ur[c] = d * xj[c];
+              ur[C + c] = d * xi[c];
+            });
+          else
+            Kokkos::parallel_for(Kokkos::TeamVectorRange(team, C), [&](int c) {
+              ur[c] += d * xj[c];
+              ur[C + c] += d * xi[c];
+            });
+        }
+        Kokkos::parallel_for(Kokkos::TeamVectorRange(team, C), [&](int c) {  // same lane mapping as above
+          ur[c] *= gr[c];
+          ur[C + c] *= gr[C + c];
         });
       }
     }
   }
 
-  // Per edge: grad_g and grad_band.
+  // Per edge: grad_rot = g * grad_u, grad_band, grad_g.
+  //   grad_band[(l, m, m')] = sum_c grad_rot[(l, m), c] x[(l, m'), c]
+  //   grad_g[(l, |m|), c]   = sum_{m'} x[(l, m'), c] sum_{+-m} D_{+-m, m'} grad_u[(l, +-m), c]
   KOKKOS_INLINE_FUNCTION void operator()(TagBackwardEdge, const Team& team) const {
     const int e = team.league_rank();
-    const int i = recv(e), j = send(e);
+    const int i = recv(e), j = send(e), C = channels;
     for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
       const int k = band_k(l, mmax);
-      for (int am = 0; am <= k; ++am) {
-        // the +m and -m rows share one multiplier: grad_g sums both
-        const int grow = gate_row(l, am, lmax);
-        Kokkos::parallel_for(Kokkos::TeamVectorRange(team, 2 * channels), [&](int c) {
-          double acc = 0.0;
-          for (int sign = 1; sign >= (am == 0 ? 1 : -1); sign -= 2) {
-            const int m = sign * am;
-            acc += double(grad_u(e, packed_row(l, m, lmax), c)) *
-                   rotated(e, i, j, l, off + (m + k) * (2 * l + 1), c);
-          }
-          grad_g(e, grow, c) = static_cast<Real>(acc);
-        });
-      }
       for (int m = -k; m <= k; ++m) {
-        const int prow = packed_row(l, m, lmax), grow = gate_row(l, m, lmax);
+        const int boff = off + (m + k) * (2 * l + 1);
+        const int prow = packed_row(l, m, lmax);
+        Real* KOKKOS_RESTRICT rr = &grad_rot(e, prow, 0);
+        const Real* KOKKOS_RESTRICT gur = &grad_u(e, prow, 0);
+        const Real* KOKKOS_RESTRICT gr = &g(e, gate_row(l, m, lmax), 0);
+        Kokkos::parallel_for(Kokkos::TeamVectorRange(team, 2 * C), [&](int c) { rr[c] = gr[c] * gur[c]; });
+        team.team_barrier();  // the dot products below read entries other lanes wrote
         for (int mp = -l; mp <= l; ++mp) {
-          double acc = 0.0;
-          Kokkos::parallel_reduce(
-              Kokkos::TeamVectorRange(team, 2 * channels),
-              [&](int c, double& sum) {
-                const int node = c < channels ? j : i;
-                const int cc = c < channels ? c : c - channels;
-                sum += double(g(e, grow, c)) * double(grad_u(e, prow, c)) * double(n(node, l * l + l + mp, cc));
-              },
-              acc);
-          Kokkos::single(Kokkos::PerTeam(team), [&]() {
-            grad_band(e, off + (m + k) * (2 * l + 1) + mp + l) = static_cast<Real>(acc);
+          const Real* KOKKOS_RESTRICT xj = &n(j, l * l + l + mp, 0);
+          const Real* KOKKOS_RESTRICT xi = &n(i, l * l + l + mp, 0);
+          const double acc = team_dot(team, C, [&](int c) {
+            return double(rr[c]) * double(xj[c]) + double(rr[C + c]) * double(xi[c]);
           });
+          Kokkos::single(Kokkos::PerTeam(team), [&]() { grad_band(e, boff + mp + l) = static_cast<Real>(acc); });
+        }
+      }
+      for (int am = 0; am <= k; ++am) {
+        Real* KOKKOS_RESTRICT ggr = &grad_g(e, gate_row(l, am, lmax), 0);
+        const Real* KOKKOS_RESTRICT gp = &grad_u(e, packed_row(l, am, lmax), 0);
+        const Real* KOKKOS_RESTRICT gm = &grad_u(e, packed_row(l, -am, lmax), 0);  // = gp when am = 0
+        for (int mp = -l; mp <= l; ++mp) {
+          const Real* KOKKOS_RESTRICT xj = &n(j, l * l + l + mp, 0);
+          const Real* KOKKOS_RESTRICT xi = &n(i, l * l + l + mp, 0);
+          const Real dp = band(e, off + (am + k) * (2 * l + 1) + mp + l);
+          const Real dm = am == 0 ? Real(0) : band(e, off + (-am + k) * (2 * l + 1) + mp + l);
+          if (mp == -l)
+            Kokkos::parallel_for(Kokkos::TeamVectorRange(team, C), [&](int c) {
+              ggr[c] = (dp * gp[c] + dm * gm[c]) * xj[c];
+              ggr[C + c] = (dp * gp[C + c] + dm * gm[C + c]) * xi[c];
+            });
+          else
+            Kokkos::parallel_for(Kokkos::TeamVectorRange(team, C), [&](int c) {
+              ggr[c] += (dp * gp[c] + dm * gm[c]) * xj[c];
+              ggr[C + c] += (dp * gp[C + c] + dm * gm[C + c]) * xi[c];
+            });
         }
       }
     }
   }
 
-  // Per node a: grad_n[a, (l, m'), c] = sum over edges where a is the sender (channels 0..C-1)
-  // and where a is the receiver (channels C..2C-1) of sum_m D_{m m'} g grad_u.
+  // Per node a: grad_n[a, (l, m'), c] = sum over edges where a sends (channels 0..C-1) and
+  // where a receives (channels C..2C-1) of sum_m D_{m m'} grad_rot[(l, m), c].
   KOKKOS_INLINE_FUNCTION void operator()(TagBackwardNode, const Team& team) const {
-    const int a = team.league_rank();
-    for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
-      const int k = band_k(l, mmax);
-      for (int mp = -l; mp <= l; ++mp) {
-        Kokkos::parallel_for(Kokkos::TeamVectorRange(team, channels), [&](int c) {
-          double acc = 0.0;
-          for (int q = send_offsets(a); q < send_offsets(a + 1); ++q) {
-            const int e = send_edges(q);
-            for (int m = -k; m <= k; ++m)
-              acc += double(band(e, off + (m + k) * (2 * l + 1) + mp + l)) *
-                     double(g(e, gate_row(l, m, lmax), c)) * double(grad_u(e, packed_row(l, m, lmax), c));
+    const int a = team.league_rank(), C = channels, D = (lmax + 1) * (lmax + 1);
+    Real* KOKKOS_RESTRICT out = &grad_n(a, 0, 0);  // [D, C], this team's rows
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, D * C), [&](int q) { out[q] = Real(0); });
+    team.team_barrier();  // zeroed with another lane mapping than the accumulation below
+    const int n_send = send_offsets(a + 1) - send_offsets(a);
+    const int n_recv = recv_offsets(a + 1) - recv_offsets(a);
+    for (int q = 0; q < n_send + n_recv; ++q) {
+      const bool sender = q < n_send;
+      const int e = sender ? send_edges(send_offsets(a) + q) : recv_offsets(a) + (q - n_send);
+      const int half = sender ? 0 : C;
+      for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
+        const int k = band_k(l, mmax);
+        for (int m = -k; m <= k; ++m) {
+          const Real* KOKKOS_RESTRICT rr = &grad_rot(e, packed_row(l, m, lmax), half);
+          const int boff = off + (m + k) * (2 * l + 1);
+          for (int mp = -l; mp <= l; ++mp) {
+            const Real d = band(e, boff + mp + l);
+            Real* KOKKOS_RESTRICT o = out + (l * l + l + mp) * C;
+            Kokkos::parallel_for(Kokkos::TeamVectorRange(team, C), [&](int c) { o[c] += d * rr[c]; });
           }
-          for (int e = recv_offsets(a); e < recv_offsets(a + 1); ++e) {
-            for (int m = -k; m <= k; ++m)
-              acc += double(band(e, off + (m + k) * (2 * l + 1) + mp + l)) *
-                     double(g(e, gate_row(l, m, lmax), c + channels)) *
-                     double(grad_u(e, packed_row(l, m, lmax), c + channels));
-          }
-          grad_n(a, l * l + l + mp, c) = static_cast<Real>(acc);
-        });
+        }
       }
     }
   }
@@ -125,15 +149,15 @@ struct EdgeFramePack {
 
 template <class Exec, class Real>
 void edge_frame_pack_forward(const Exec& exec, const EdgeFramePack<Exec, Real>& f, int n_edges) {
-  Kokkos::parallel_for("edgeframe::edge_frame_pack", Kokkos::TeamPolicy<Exec, TagForward>(exec, n_edges, Kokkos::AUTO), f);
+  Kokkos::parallel_for("edgeframe::edge_frame_pack", team_policy<Exec, TagForward>(exec, n_edges), f);
 }
 
 template <class Exec, class Real>
 void edge_frame_pack_backward(const Exec& exec, const EdgeFramePack<Exec, Real>& f, int n_edges, int n_nodes) {
   Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge",
-                       Kokkos::TeamPolicy<Exec, TagBackwardEdge>(exec, n_edges, Kokkos::AUTO), f);
+                       team_policy<Exec, TagBackwardEdge>(exec, n_edges), f);
   Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node",
-                       Kokkos::TeamPolicy<Exec, TagBackwardNode>(exec, n_nodes, Kokkos::AUTO), f);
+                       team_policy<Exec, TagBackwardNode>(exec, n_nodes), f);
 }
 
 }  // namespace edgeframe::kk

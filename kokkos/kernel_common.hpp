@@ -2,6 +2,7 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <type_traits>
 
 namespace edgeframe::kk {
 
@@ -25,5 +26,37 @@ using View3 = Kokkos::View<T***, Kokkos::LayoutRight, typename Exec::memory_spac
 // [n, 3] Cartesian vectors.
 template <class T, class Exec>
 using Vec3View = Kokkos::View<T* [3], Kokkos::LayoutRight, typename Exec::memory_space>;
+
+// Team policy for the channel-vectorised kernels: one thread per team on host backends (the
+// channel loops vectorise; dot products use team_dot's fixed-order partial sums), the
+// backend's choice on devices.
+template <class Exec, class Tag>
+Kokkos::TeamPolicy<Exec, Tag> team_policy(const Exec& exec, int league) {
+  if constexpr (std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>)
+    return Kokkos::TeamPolicy<Exec, Tag>(exec, league, 1);
+  else
+    return Kokkos::TeamPolicy<Exec, Tag>(exec, league, Kokkos::AUTO);
+}
+
+// sum_{c < n} f(c) in double, the same on every lane of the team. On the host (a team of one)
+// eight partial sums in fixed order let the loop vectorise without reassociating anything
+// run to run; on devices a team reduction.
+template <class Team, class F>
+KOKKOS_INLINE_FUNCTION double team_dot(const Team& team, int n, const F& f) {
+  double result = 0.0;
+  KOKKOS_IF_ON_HOST((
+    (void)team;
+    double acc[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    int c = 0;
+    for (; c + 8 <= n; c += 8)
+      for (int q = 0; q < 8; ++q) acc[q] += f(c + q);
+    for (int q = 0; c + q < n; ++q) acc[q] += f(c + q);
+    result = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  ))
+  KOKKOS_IF_ON_DEVICE((
+    Kokkos::parallel_reduce(Kokkos::TeamVectorRange(team, n), [&](int c, double& sum) { sum += f(c); }, result);
+  ))
+  return result;
+}
 
 }  // namespace edgeframe::kk

@@ -29,23 +29,25 @@ struct UnrotateAggregate {
   double scale;                      // 1 / avg_neighbors
   int lmax, mmax, channels;
 
-  // Per node a, vector lanes over channels.
+  // Per node a: walk its incoming edges in CSR order, accumulating into its own output row.
   KOKKOS_INLINE_FUNCTION void operator()(TagForward, const Team& team) const {
-    const int a = team.league_rank();
-    const int e0 = recv_offsets(a), e1 = recv_offsets(a + 1);
-    for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
-      const int k = band_k(l, mmax);
-      for (int mp = -l; mp <= l; ++mp) {
-        Kokkos::parallel_for(Kokkos::TeamVectorRange(team, channels), [&](int c) {
-          double acc = 0.0;
-          for (int e = e0; e < e1; ++e) {
-            double msg = 0.0;
-            for (int m = -k; m <= k; ++m)
-              msg += double(band(e, off + (m + k) * (2 * l + 1) + mp + l)) * double(w(e, packed_row(l, m, lmax), c));
-            acc += double(env(e)) * msg;
+    const int a = team.league_rank(), C = channels, D = (lmax + 1) * (lmax + 1);
+    Real* KOKKOS_RESTRICT out = &agg(a, 0, 0);  // [D, C], this team's rows
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, D * C), [&](int q) { out[q] = Real(0); });
+    team.team_barrier();  // zeroed with another lane mapping than the accumulation below
+    for (int e = recv_offsets(a); e < recv_offsets(a + 1); ++e) {
+      const Real se = static_cast<Real>(scale) * env(e);
+      for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
+        const int k = band_k(l, mmax);
+        for (int m = -k; m <= k; ++m) {
+          const Real* KOKKOS_RESTRICT wr = &w(e, packed_row(l, m, lmax), 0);
+          const int boff = off + (m + k) * (2 * l + 1);
+          for (int mp = -l; mp <= l; ++mp) {
+            const Real d = se * band(e, boff + mp + l);
+            Real* KOKKOS_RESTRICT o = out + (l * l + l + mp) * C;
+            Kokkos::parallel_for(Kokkos::TeamVectorRange(team, C), [&](int c) { o[c] += d * wr[c]; });
           }
-          agg(a, l * l + l + mp, c) = static_cast<Real>(scale * acc);
-        });
+        }
       }
     }
   }
@@ -53,32 +55,31 @@ struct UnrotateAggregate {
   // Per edge e: with G = grad_agg[recv(e)] and rg[row, c] = sum_{m'} D_{m m'} G[(l, m'), c],
   //   grad_w = scale u rg,  grad_env = scale sum_{row, c} w rg,  grad_band[(l, m, m')] = scale u sum_c w G.
   KOKKOS_INLINE_FUNCTION void operator()(TagBackward, const Team& team) const {
-    const int e = team.league_rank();
-    const int i = recv(e);
-    const double ue = double(env(e));
+    const int e = team.league_rank(), i = recv(e), C = channels;
+    const Real se = static_cast<Real>(scale) * env(e);
     double genv = 0.0;
     for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
       const int k = band_k(l, mmax);
       for (int m = -k; m <= k; ++m) {
-        const int prow = packed_row(l, m, lmax);
-        const int boff = off + (m + k) * (2 * l + 1);
-        double part = 0.0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamVectorRange(team, channels),
-            [&](int c, double& sum) {
-              double rg = 0.0;
-              for (int mp = -l; mp <= l; ++mp) rg += double(band(e, boff + mp + l)) * double(grad_agg(i, l * l + l + mp, c));
-              grad_w(e, prow, c) = static_cast<Real>(scale * ue * rg);
-              sum += double(w(e, prow, c)) * rg;
-            },
-            part);
-        genv += part;
+        const int prow = packed_row(l, m, lmax), boff = off + (m + k) * (2 * l + 1);
+        Real* KOKKOS_RESTRICT gw = &grad_w(e, prow, 0);
+        const Real* KOKKOS_RESTRICT wr = &w(e, prow, 0);
+        for (int mp = -l; mp <= l; ++mp) {  // rg, accumulated in grad_w's row
+          const Real d = band(e, boff + mp + l);
+          const Real* KOKKOS_RESTRICT G = &grad_agg(i, l * l + l + mp, 0);
+          if (mp == -l)
+            Kokkos::parallel_for(Kokkos::TeamVectorRange(team, C), [&](int c) { gw[c] = d * G[c]; });
+          else
+            Kokkos::parallel_for(Kokkos::TeamVectorRange(team, C), [&](int c) { gw[c] += d * G[c]; });
+        }
+        team.team_barrier();  // the dot product reads entries other lanes wrote
+        genv += team_dot(team, C, [&](int c) { return double(wr[c]) * double(gw[c]); });
+        team.team_barrier();  // every lane has read grad_w before it is scaled
+        Kokkos::parallel_for(Kokkos::TeamVectorRange(team, C), [&](int c) { gw[c] *= se; });
         for (int mp = -l; mp <= l; ++mp) {
-          double acc = 0.0;
-          Kokkos::parallel_reduce(
-              Kokkos::TeamVectorRange(team, channels),
-              [&](int c, double& sum) { sum += double(w(e, prow, c)) * double(grad_agg(i, l * l + l + mp, c)); }, acc);
-          Kokkos::single(Kokkos::PerTeam(team), [&]() { grad_band(e, boff + mp + l) = static_cast<Real>(scale * ue * acc); });
+          const Real* KOKKOS_RESTRICT G = &grad_agg(i, l * l + l + mp, 0);
+          const double acc = team_dot(team, C, [&](int c) { return double(wr[c]) * double(G[c]); });
+          Kokkos::single(Kokkos::PerTeam(team), [&]() { grad_band(e, boff + mp + l) = static_cast<Real>(double(se) * acc); });
         }
       }
     }
@@ -88,13 +89,13 @@ struct UnrotateAggregate {
 
 template <class Exec, class Real>
 void unrotate_aggregate_forward(const Exec& exec, const UnrotateAggregate<Exec, Real>& f, int n_nodes) {
-  Kokkos::parallel_for("edgeframe::unrotate_aggregate", Kokkos::TeamPolicy<Exec, TagForward>(exec, n_nodes, Kokkos::AUTO), f);
+  Kokkos::parallel_for("edgeframe::unrotate_aggregate", team_policy<Exec, TagForward>(exec, n_nodes), f);
 }
 
 template <class Exec, class Real>
 void unrotate_aggregate_backward(const Exec& exec, const UnrotateAggregate<Exec, Real>& f, int n_edges) {
   Kokkos::parallel_for("edgeframe::unrotate_aggregate_backward",
-                       Kokkos::TeamPolicy<Exec, TagBackward>(exec, n_edges, Kokkos::AUTO), f);
+                       team_policy<Exec, TagBackward>(exec, n_edges), f);
 }
 
 }  // namespace edgeframe::kk

@@ -49,6 +49,8 @@ struct LayerWeights {
   Tensor norm_scale;                 // [L+1, C]
   Tensor rad_w0_rbf, rad_recv, rad_send, rad_b0, rad_w1, rad_b1, rad_w2, rad_b2;
   Tensor so2_1_w0, so2_1_b0, so2_2_w0, so2_2_b0;
+  Tensor so2_1_w0_l0in;                // so2_1 block 0 columns of the l = 0 input row (layer 0)
+  Tensor so2_2_w0_l0out, so2_2_b0_l0out;  // so2_2 block 0 rows of the l = 0 output (last layer)
   std::vector<Tensor> so2_1_big, so2_2_big;  // per m = 1..mmax: [[Wr, -Wi], [Wi, Wr]]
   Tensor ffn_scale, ffn_w1, ffn_b1, ffn_wg, ffn_bg, ffn_w2, ffn_b2;
 };
@@ -103,6 +105,9 @@ struct Evaluator::Impl {
       lw.so2_1_b0 = to_dev(w(p + "so2_1.m0.bias"));
       lw.so2_2_w0 = to_dev(w(p + "so2_2.m0.weight"));
       lw.so2_2_b0 = to_dev(w(p + "so2_2.m0.bias"));
+      lw.so2_1_w0_l0in = lw.so2_1_w0.narrow(1, 0, 2 * cfg.channels).contiguous();
+      lw.so2_2_w0_l0out = lw.so2_2_w0.narrow(0, 0, cfg.channels).contiguous();
+      lw.so2_2_b0_l0out = lw.so2_2_b0.narrow(0, 0, cfg.channels).contiguous();
       for (int m = 1; m <= cfg.mmax; ++m) {
         for (int which = 1; which <= 2; ++which) {
           const std::string q = p + "so2_" + std::to_string(which) + ".m" + std::to_string(m);
@@ -134,15 +139,39 @@ struct Evaluator::Impl {
     return torch::cat(parts, 1);
   }
 
+  // Work that provably cannot change the energy or its gradient (doc/model.md "Parameters
+  // without effect") is skipped, not computed and discarded:
+  //   layer 0: only the l = 0 row of the rotated input is nonzero (all l > 0 features start at
+  //     zero), so block 0 reads only the l = 0 columns of W0 and the m > 0 blocks give zeros;
+  //   last layer: only h[0] reaches the readout and only the m = 0, l = 0 message row feeds it,
+  //     so the m > 0 blocks and the l > 0 outputs of linear 2 (and of the feed-forward) are dead.
+  struct Skip {
+    bool l0_input_only = false;   // block 0 input: only the l = 0 row is nonzero
+    bool l0_output_only = false;  // block 0 output: only the l = 0 row is needed
+    bool no_m_blocks = false;     // m > 0 blocks: zero (layer 0) or dead (last layer)
+  };
+
   // SO(2) linear over the packed rows: x [E, K, Cin] -> ([E, K, Cout], gate [E, L, Cout] or undefined)
   Tensor so2_linear(const Tensor& x, const Tensor& w0, const Tensor& b0, const std::vector<Tensor>& big, int cout,
-                    Tensor* gate) const {
+                    Tensor* gate, const Skip& skip, const Tensor& w0_skip, const Tensor& b0_skip) const {
     const int L = cfg.lmax, E = static_cast<int>(x.size(0)), K = static_cast<int>(x.size(1));
     const int cin = static_cast<int>(x.size(2));
     const Tensor x2 = x.reshape({E, K * cin});
-    const Tensor z0 = torch::addmm(b0, x2.narrow(1, 0, (L + 1) * cin), w0.t());
-    std::vector<Tensor> out{z0.narrow(1, 0, (L + 1) * cout).reshape({E, L + 1, cout})};
+    const auto opts = x.options();
+    std::vector<Tensor> out;
+    if (skip.l0_output_only) {
+      out.push_back(torch::addmm(b0_skip, x2.narrow(1, 0, (L + 1) * cin), w0_skip.t()).reshape({E, 1, cout}));
+      out.push_back(torch::zeros({E, K - 1, cout}, opts));
+      return torch::cat(out, 1);
+    }
+    const Tensor z0 = skip.l0_input_only ? torch::addmm(b0, x2.narrow(1, 0, cin), w0_skip.t())
+                                         : torch::addmm(b0, x2.narrow(1, 0, (L + 1) * cin), w0.t());
+    out.push_back(z0.narrow(1, 0, (L + 1) * cout).reshape({E, L + 1, cout}));
     if (gate) *gate = z0.narrow(1, (L + 1) * cout, L * cout).reshape({E, L, cout});
+    if (skip.no_m_blocks) {
+      out.push_back(torch::zeros({E, K - (L + 1), cout}, opts));
+      return torch::cat(out, 1);
+    }
     for (int m = 1; m <= cfg.mmax; ++m) {
       const int rows = 2 * (L + 1 - m);
       const Tensor xm = x2.narrow(1, kk::packed_block_start(m, L) * cin, rows * cin);
@@ -164,6 +193,14 @@ struct Evaluator::Impl {
     return torch::cat({F::silu(x.narrow(1, 0, 1)), x.narrow(1, 1, K - 1) * torch::cat(mult, 1)}, 1);
   }
 
+  // Feed-forward of the last layer: only the l = 0 output reaches the readout.
+  Tensor feed_forward_l0(const LayerWeights& lw, const Tensor& h) const {
+    const Tensor h0 = h.narrow(1, 0, 1);
+    const Tensor n0 = h0 / torch::sqrt(h0.pow(2).mean({1, 2}, true) + cfg.norm_eps) * lw.ffn_scale[0];
+    const Tensor a = F::silu(n0.matmul(lw.ffn_w1[0].t()) + lw.ffn_b1);
+    return torch::cat({h0 + (a.matmul(lw.ffn_w2[0].t()) + lw.ffn_b2), h.narrow(1, 1, h.size(1) - 1)}, 1);
+  }
+
   Tensor feed_forward(const LayerWeights& lw, const Tensor& h) const {
     const int L = cfg.lmax, N = static_cast<int>(h.size(0));
     const Tensor n = rms_norm_eq(h, lw.ffn_scale);
@@ -183,7 +220,8 @@ struct Evaluator::Impl {
   }
 
   Tensor interaction(const LayerWeights& lw, const Tensor& h, const Tensor& band, const Tensor& rbf, const Tensor& env,
-                     const Tensor& sp_recv, const Tensor& sp_send, impl::StepContext& step) const {
+                     const Tensor& sp_recv, const Tensor& sp_send, impl::StepContext& step, bool first,
+                     bool last) const {
     const int E = static_cast<int>(band.size(0)), C = cfg.channels;
     const Tensor n = rms_norm_eq(h, lw.norm_scale);
     Tensor a = torch::addmm(lw.rad_b0, rbf, lw.rad_w0_rbf.t()) + lw.rad_recv.index_select(0, sp_recv) +
@@ -193,11 +231,17 @@ struct Evaluator::Impl {
     const Tensor g = torch::addmm(lw.rad_b2, a, lw.rad_w2.t()).reshape({E, kk::gate_rows(cfg.lmax, cfg.mmax), 2 * C});
     const Tensor u = impl::edge_frame_pack(n, band, g, step);
     Tensor gates;
-    Tensor x = so2_linear(u, lw.so2_1_w0, lw.so2_1_b0, lw.so2_1_big, cfg.hidden_channels, &gates);
+    Skip skip1, skip2;
+    skip1.l0_input_only = first;
+    skip1.no_m_blocks = skip2.no_m_blocks = first || last;
+    skip2.l0_output_only = last;
+    Tensor x = so2_linear(u, lw.so2_1_w0, lw.so2_1_b0, lw.so2_1_big, cfg.hidden_channels, &gates, skip1,
+                          lw.so2_1_w0_l0in, Tensor());
     x = gate(x, gates);
-    const Tensor wmsg = so2_linear(x, lw.so2_2_w0, lw.so2_2_b0, lw.so2_2_big, C, nullptr);
+    const Tensor wmsg = so2_linear(x, lw.so2_2_w0, lw.so2_2_b0, lw.so2_2_big, C, nullptr, skip2, lw.so2_2_w0_l0out,
+                                   lw.so2_2_b0_l0out);
     const Tensor h1 = h + impl::unrotate_aggregate(wmsg, band, env, step);
-    return h1 + feed_forward(lw, h1);
+    return last ? feed_forward_l0(lw, h1) : h1 + feed_forward(lw, h1);
   }
 
   Tensor readout(const Tensor& h, const Tensor& species) const {
@@ -267,7 +311,8 @@ Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exe
 
   Tensor h = torch::zeros({N, cfg.num_coeffs(), cfg.channels}, torch::TensorOptions().dtype(m.dtype).device(bridge::device()));
   h.select(1, 0).copy_(m.species_embedding.index_select(0, species));
-  for (const auto& lw : m.layers) h = m.interaction(lw, h, band, rbf, env, sp_recv, sp_send, step);
+  for (int t = 0; t < cfg.layers; ++t)
+    h = m.interaction(m.layers[t], h, band, rbf, env, sp_recv, sp_send, step, t == 0, t == cfg.layers - 1);
   const Tensor energies = m.readout(h, species);
 
   // dE/dr_e from one backward pass through every layer and the band.

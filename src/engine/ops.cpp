@@ -156,18 +156,19 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
     const int E = s.graph.n_edges;
     const bool want_n = ctx->needs_input_grad(0);
     Tensor grad_n = want_n ? torch::empty_like(n) : Tensor();
-    Tensor grad_band = torch::empty_like(band), grad_g = torch::empty_like(g);
+    Tensor grad_band = torch::empty_like(band), grad_g = torch::empty_like(g), grad_rot = torch::empty_like(grad_u);
     auto f = pack_functor<Real>(s, n, band, g);
     f.grad_u = bridge::view3<const Real>(grad_u, "grad u");
+    f.grad_rot = bridge::view3<Real>(grad_rot, "grad rot");
     f.grad_band = bridge::view2<Real>(grad_band, "grad band");
     f.grad_g = bridge::view3<Real>(grad_g, "grad g");
     const Exec exec = bridge::exec_instance();
     Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge",
-                         Kokkos::TeamPolicy<Exec, kk::TagBackwardEdge>(exec, E, Kokkos::AUTO), f);
+                         kk::team_policy<Exec, kk::TagBackwardEdge>(exec, E), f);
     if (want_n) {  // layer 0's input does not depend on the positions: skip its node pass
       f.grad_n = bridge::view3<Real>(grad_n, "grad n");
       Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node",
-                           Kokkos::TeamPolicy<Exec, kk::TagBackwardNode>(exec, s.graph.n_nodes, Kokkos::AUTO), f);
+                           kk::team_policy<Exec, kk::TagBackwardNode>(exec, s.graph.n_nodes), f);
     }
     fence_for_torch(exec);
     return {grad_n, grad_band, grad_g, Tensor()};

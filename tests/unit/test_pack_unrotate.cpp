@@ -194,7 +194,8 @@ Outputs run_kernels(const HostCase& h, const std::vector<double>& n, const std::
   auto dn = up1<Real, Exec>(n, "n"), dband = up1<Real, Exec>(band, "band"), dg = up1<Real, Exec>(g, "g");
   auto dgu = up1<Real, Exec>(h.grad_u, "grad_u"), dw = up1<Real, Exec>(w, "w"), denv = up1<Real, Exec>(env, "env");
   auto dga = up1<Real, Exec>(h.grad_agg, "grad_agg");
-  kk::View3<Real, Exec> u("u", h.E, h.K, 2 * C), grad_n("grad_n", h.N, h.D, C), grad_g("grad_g", h.E, h.G, 2 * C);
+  kk::View3<Real, Exec> u("u", h.E, h.K, 2 * C), grad_n("grad_n", h.N, h.D, C), grad_g("grad_g", h.E, h.G, 2 * C),
+      grad_rot("grad_rot", h.E, h.K, 2 * C);
   kk::View2<Real, Exec> gbp("gbp", h.E, h.B), gbu("gbu", h.E, h.B);
   kk::View3<Real, Exec> agg("agg", h.N, h.D, C), grad_w("grad_w", h.E, h.K, C);
   kk::View1<Real, Exec> genv("genv", h.E);
@@ -202,7 +203,7 @@ Outputs run_kernels(const HostCase& h, const std::vector<double>& n, const std::
        so = upi<int, Exec>(h.send_off), se = upi<int, Exec>(h.send_edges);
   kk::View2<const Real, Exec> band2(dband.data(), h.E, h.B);
   kk::EdgeFramePack<Exec, Real> pack{as3<Real, Exec>(dn, h.N, h.D, C), band2, as3<Real, Exec>(dg, h.E, h.G, 2 * C),
-                                     recv, send, ro, so, se, u, as3<Real, Exec>(dgu, h.E, h.K, 2 * C), grad_n, gbp, grad_g,
+                                     recv, send, ro, so, se, u, as3<Real, Exec>(dgu, h.E, h.K, 2 * C), grad_rot, grad_n, gbp, grad_g,
                                      h.s.lmax, h.s.mmax, C};
   kk::edge_frame_pack_forward(exec, pack, h.E);
   kk::edge_frame_pack_backward(exec, pack, h.E, h.N);
