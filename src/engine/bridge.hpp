@@ -8,6 +8,9 @@
 #include <torch/torch.h>
 
 #include <Kokkos_Core.hpp>
+#ifdef KOKKOS_ENABLE_CUDA
+#include <c10/cuda/CUDAStream.h>
+#endif
 #include <string>
 #include <type_traits>
 
