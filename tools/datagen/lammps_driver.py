@@ -46,9 +46,17 @@ def structure_block(s):
         orient = s.get("orient", ((1, 0, 0), (0, 1, 0), (0, 0, 1)))
         o = " ".join(f"orient {ax} {v[0]} {v[1]} {v[2]}" for ax, v in zip("xyz", orient))
         nx, ny, nz = s["reps"]
+        # LAMMPS takes the spacings of an oriented lattice from the rotated unit cube's bounding
+        # box, which need not be a period of the crystal (x [1-10], y [11-2]: 1.633 a along y,
+        # period 1.2247 a): recipes give the true periods, in units of a, where they differ
+        if "spacing" in s:
+            o += " spacing " + " ".join(f"{v:.12f}" for v in s["spacing"])
         lines += [f"lattice {s['lattice']} {s['a']} {o}",
                   f"region box block 0 {nx} 0 {ny} 0 {nz} units lattice",
                   "create_box 1 box", "create_atoms 1 box"]
+        if "shift_z" in s:
+            # rigid shift (atoms wrap periodically) so that the vacuum cuts where the recipe wants
+            lines.append(f"displace_atoms all move 0 0 {s['shift_z']} units box")
         if kind == "slab":
             # vacuum along z: box grows, atoms stay (two free surfaces normal to z)
             lines.append(f"change_box all z delta 0 {s['vacuum']} units box")

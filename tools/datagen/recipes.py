@@ -25,6 +25,9 @@ AVOGADRO = 6.02214076e23
 # diamond surfaces / fcc / bcc orientations (x, y, z), z = surface normal
 O100 = ((1, 0, 0), (0, 1, 0), (0, 0, 1))
 O111 = ((1, -1, 0), (1, 1, -2), (1, 1, 1))
+# periods of the fcc / diamond lattice along O111's axes (units of a): LAMMPS' default spacing
+# along [11-2] (its bounding box, 4/sqrt(6) = 1.633) is not one (see lammps_driver.py)
+SPACING111 = (2 ** 0.5, 1.5 ** 0.5, 3 ** 0.5)
 O110 = ((0, 0, 1), (1, -1, 0), (1, 1, 0))
 
 
@@ -87,12 +90,18 @@ def carbon():
               _split(k, test=(1,), val=(3,)))
 
     slabs = [("100", O100, (2, 2, 2), 300), ("100", O100, (2, 2, 2), 1200),
-             ("100", O100, (2, 2, 2), 2000), ("111", O111, (1, 1, 1), 300),
-             ("111", O111, (1, 1, 1), 1500), ("110", O110, (2, 1, 2), 300),
+             ("100", O100, (2, 2, 2), 2000), ("111", O111, (1, 2, 1), 300),
+             ("111", O111, (1, 2, 1), 1500), ("110", O110, (2, 1, 2), 300),
              ("110", O110, (2, 1, 2), 1500)]
     for k, (hkl, orient, reps, T) in enumerate(slabs):
         st = dict(kind="slab", lattice="diamond", a=A_DIAMOND, reps=reps, orient=orient,
                   vacuum=10.0)
+        if orient is O111:
+            # diamond (111) stacks bilayers 0.515 A thick, 1.544 A apart; the cell as created
+            # starts half-way through one: shift by a sqrt(3)/12 so that the vacuum cuts the
+            # single bonds between bilayers (one dangling bond per surface atom)
+            st["spacing"] = SPACING111
+            st["shift_z"] = round(A_DIAMOND * 3 ** 0.5 / 12, 6)
         b.add("surface", f"{hkl}_T{T}", st, md(T, 25), _split(k, test=(1,), val=(6,)))
 
     # liquid: 64 random atoms (no pair closer than 1.3 A), 0.25 fs steps, 5000-6000 K
@@ -152,12 +161,14 @@ def copper():
               _split(k, test=(1, 4), val=(2,)))
 
     slabs = [("fcc", "100", O100, (2, 2, 3), 300), ("fcc", "100", O100, (2, 2, 3), 900),
-             ("fcc", "111", O111, (1, 1, 2), 300), ("fcc", "111", O111, (1, 1, 2), 1200),
+             ("fcc", "111", O111, (1, 2, 2), 300), ("fcc", "111", O111, (1, 2, 2), 1200),
              ("bcc", "100", O100, (3, 3, 3), 300), ("bcc", "100", O100, (3, 3, 3), 900),
              ("bcc", "110", O110, (2, 2, 3), 300), ("bcc", "110", O110, (2, 2, 3), 1200)]
     for k, (lat, hkl, orient, reps, T) in enumerate(slabs):
         a = A_FCC if lat == "fcc" else A_BCC
         st = dict(kind="slab", lattice=lat, a=a, reps=reps, orient=orient, vacuum=10.0)
+        if orient is O111:
+            st["spacing"] = SPACING111
         b.add("surface", f"{lat}{hkl}_T{T}", st, md(T, 25), _split(k, test=(3, 5), val=(6,)))
 
     for k, (lat, T) in enumerate([(fcc, 1800), (bcc, 2000), (fcc, 2200)]):
