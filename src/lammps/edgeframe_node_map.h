@@ -18,6 +18,9 @@
 
 #include <vector>
 
+#include "neigh_list.h"
+#include "neighbor.h"
+
 namespace LAMMPS_NS {
 class NeighList;
 
@@ -28,6 +31,7 @@ namespace edgeframe_glue {
     std::vector<int> atom_of_node;    // [n_nodes] LAMMPS local index (owned or ghost)
     std::vector<int> species;         // [n_nodes] potential species index
     std::vector<int> pair_i, pair_j;  // directed pairs (receiver i <- sender j), node indices
+    std::vector<int> pair_image;      // folded mode: [pairs] LAMMPS index of the sender's image
     int n_local = 0;                  // owned atoms among the nodes
     int n_candidates = 0;             // mapped atoms before pruning (for the log)
 
@@ -39,10 +43,55 @@ namespace edgeframe_glue {
     void build(const int *type, int nlocal, int nall, const std::vector<int> &type_species,
                const NeighList *list, int layers);
 
+    // Single-rank periodic runs: every ghost is a periodic image of an owned atom, whose
+    // features are the owner's at every layer. Nodes are the owned atoms only; a neighbour j
+    // that is a ghost becomes an edge to its owner with a shift x_image - x_owner (recomputed
+    // every step by the caller, so box changes under NPT are followed). Exact, and no ghost
+    // shell: T times fewer layers of atoms to evaluate. owner_of: LAMMPS index of the owned
+    // copy of atom a (atom->map(tag[a])).
+    template <class OwnerOf>
+    void build_folded(const int *type, int nlocal, const std::vector<int> &type_species, const NeighList *list,
+                      OwnerOf &&owner_of);
+
    private:
     std::vector<int> m_hop;      // [nall] hops from the nearest owned atom, or -1
     std::vector<int> m_frontier, m_next;
   };
+
+  template <class OwnerOf>
+  void NodeMap::build_folded(const int *type, int nlocal, const std::vector<int> &type_species,
+                             const NeighList *list, OwnerOf &&owner_of)
+  {
+    node_of_atom.assign(nlocal, -1);
+    atom_of_node.clear();
+    species.clear();
+    for (int i = 0; i < nlocal; i++) {
+      const int s = type_species[type[i]];
+      if (s < 0) continue;
+      node_of_atom[i] = (int) atom_of_node.size();
+      atom_of_node.push_back(i);
+      species.push_back(s);
+    }
+    n_local = n_candidates = (int) atom_of_node.size();
+    pair_i.clear();
+    pair_j.clear();
+    pair_image.clear();
+    for (int ii = 0; ii < list->inum; ii++) {
+      const int i = list->ilist[ii];
+      const int ni = i < nlocal ? node_of_atom[i] : -1;
+      if (ni < 0) continue;
+      const int *jlist = list->firstneigh[i];
+      for (int jj = 0; jj < list->numneigh[i]; jj++) {
+        const int j = jlist[jj] & NEIGHMASK;
+        const int owner = j < nlocal ? j : owner_of(j);
+        const int nj = owner >= 0 && owner < nlocal ? node_of_atom[owner] : -1;
+        if (nj < 0) continue;
+        pair_i.push_back(ni);
+        pair_j.push_back(nj);
+        pair_image.push_back(j);
+      }
+    }
+  }
 
 }    // namespace edgeframe_glue
 }    // namespace LAMMPS_NS

@@ -42,6 +42,8 @@ struct EdgeframeBuffers {
   typename edgeframe::kk::Vec3View<double, edgeframe::Exec>::host_mirror_type x_host;
   edgeframe::kk::View1<int, edgeframe::Exec> species;         // [nodes]
   edgeframe::kk::View1<int, edgeframe::Exec> pair_i, pair_j;  // [candidate pairs] node indices
+  edgeframe::kk::Vec3View<double, edgeframe::Exec> pair_shift;  // folded mode: [pairs] image offsets, A
+  typename edgeframe::kk::Vec3View<double, edgeframe::Exec>::host_mirror_type pair_shift_host;
 };
 }    // namespace LAMMPS_NS
 
@@ -102,11 +104,13 @@ void PairEdgeframe::settings(int narg, char **arg)
       if (value != "fp64" && value != "fp32" && value != "tf32")
         error->all(FLERR, "pair_style edgeframe: unknown precision '{}' (valid: fp64, fp32, tf32)", value);
       m_precision = value;
+    } else if (key == "fold_images") {
+      m_fold_images = utils::logical(FLERR, value, false, lmp);
     } else if (key == "min_distance") {
       m_min_distance = utils::numeric(FLERR, value, false, lmp);
       if (!(m_min_distance >= 0.0)) error->all(FLERR, "pair_style edgeframe: min_distance must be >= 0 (got {})", value);
     } else {
-      error->all(FLERR, "pair_style edgeframe: unknown keyword '{}' (valid: precision, min_distance)", key);
+      error->all(FLERR, "pair_style edgeframe: unknown keyword '{}' (valid: precision, min_distance, fold_images)", key);
     }
     iarg += 2;
   }
@@ -173,13 +177,19 @@ void PairEdgeframe::init_style()
       m_evaluator = std::make_unique<edgeframe::Evaluator>(*m_potential, options);
     });
   }
-  neighbor->add_request(this, NeighConst::REQ_FULL | NeighConst::REQ_GHOST);
+  // One rank: every ghost is a periodic image of an owned atom and carries its owner's
+  // features, so the graph folds images onto owners and needs no ghost shell. Several ranks:
+  // ghost shell of T r_cut + skin (exact; issue #8 replaces it with per-layer exchange).
+  m_folded = m_fold_images && comm->nprocs == 1;
+  if (m_folded && atom->map_style == Atom::MAP_NONE)
+    error->all(FLERR, "pair_style edgeframe requires an atom map to fold periodic images onto their owners: "
+               "add 'atom_modify map array' before the box is created (or use pair_style edgeframe fold_images no)");
+  ghostneigh = m_folded ? 0 : 1;
+  neighbor->add_request(this, m_folded ? NeighConst::REQ_FULL : (NeighConst::REQ_FULL | NeighConst::REQ_GHOST));
 
-  // Ghost shell for T layers of message passing: owned energies are exact when every atom
-  // within T*r_cut of the subdomain is a ghost with its full neighbourhood.
   const auto &cfg = m_potential->config;
   const double shell = cfg.layers * cfg.r_cut + neighbor->skin;
-  if (comm->cutghostuser < shell) {
+  if (!m_folded && comm->cutghostuser < shell) {
     comm->cutghostuser = shell;
     if (comm->me == 0)
       utils::logmesg(lmp, "edgeframe: ghost cutoff set to {:.4g} A = {} layers x {:.4g} A + skin {:.4g} A\n", shell,
@@ -223,7 +233,12 @@ void PairEdgeframe::rebuild_graph()
 {
   // At a neighbour-list rebuild: which atoms are nodes, and the candidate pairs (r_cut + skin).
   const int nlocal = atom->nlocal, nall = atom->nlocal + atom->nghost;
-  m_nodes.build(atom->type, nlocal, nall, m_type_species, list, m_potential->config.layers);
+  if (m_folded) {
+    Atom *a = atom;
+    m_nodes.build_folded(atom->type, nlocal, m_type_species, list, [a](int j) { return a->map(a->tag[j]); });
+  } else {
+    m_nodes.build(atom->type, nlocal, nall, m_type_species, list, m_potential->config.layers);
+  }
   const int n = m_nodes.n_nodes();
   const int p = (int) m_nodes.pair_i.size();
 
@@ -243,10 +258,17 @@ void PairEdgeframe::rebuild_graph()
   b.pair_j = decltype(b.pair_j)("edgeframe::pair_j", p);
   Kokkos::deep_copy(b.pair_i, HostInts(m_nodes.pair_i.data(), p));
   Kokkos::deep_copy(b.pair_j, HostInts(m_nodes.pair_j.data(), p));
+  if (m_folded) {
+    b.pair_shift = decltype(b.pair_shift)("edgeframe::pair_shift", p);
+    b.pair_shift_host = Kokkos::create_mirror_view(b.pair_shift);
+  } else {
+    b.pair_shift = decltype(b.pair_shift)();
+  }
 
   if (m_graph_step < 0 && comm->me == 0)
-    utils::logmesg(lmp, "edgeframe: rank 0 graph: {} nodes ({} owned, {} ghosts kept of {} mapped atoms), {} candidate pairs\n",
-                   n, m_nodes.n_local, n - m_nodes.n_local, m_nodes.n_candidates, p);
+    utils::logmesg(lmp, "edgeframe: rank 0 graph ({}): {} nodes ({} owned, {} ghosts kept of {} mapped atoms), {} candidate pairs\n",
+                   m_folded ? "periodic images folded onto owners" : "ghost shell", n, m_nodes.n_local,
+                   n - m_nodes.n_local, m_nodes.n_candidates, p);
   m_graph_step = update->ntimestep;
 }
 
@@ -260,6 +282,7 @@ void PairEdgeframe::build_step_graph()
   edgeframe::kk::PairList<edgeframe::Exec> pairs;
   pairs.i = b.pair_i;
   pairs.j = b.pair_j;
+  pairs.shift = b.pair_shift;    // extent 0 in ghost-shell mode: ghosts carry their own positions
   pairs.half = false;    // a full list: each entry is one directed edge (i <- j)
   const int n = m_nodes.n_nodes();
   auto positions = Kokkos::subview(b.x, std::make_pair(0, n), Kokkos::ALL);
@@ -279,6 +302,16 @@ void PairEdgeframe::copy_positions()
     for (int d = 0; d < 3; d++) b.x_host(k, d) = x[i][d];
   }
   Kokkos::deep_copy(b.x, b.x_host);
+  if (m_folded) {
+    // Image offsets from the current ghost and owner positions, so that box changes (NPT,
+    // fix deform) between neighbour-list rebuilds are followed exactly.
+    const std::size_t p = m_nodes.pair_image.size();
+    for (std::size_t e = 0; e < p; e++) {
+      const int img = m_nodes.pair_image[e], owner = m_nodes.atom_of_node[m_nodes.pair_j[e]];
+      for (int d = 0; d < 3; d++) b.pair_shift_host(e, d) = x[img][d] - x[owner][d];
+    }
+    Kokkos::deep_copy(b.pair_shift, b.pair_shift_host);
+  }
 }
 
 void PairEdgeframe::check_min_distance()
@@ -290,7 +323,8 @@ void PairEdgeframe::check_min_distance()
   for (std::size_t e = 0; e < m_nodes.pair_i.size(); e++) {
     const int ni = m_nodes.pair_i[e];
     if (ni >= m_nodes.n_local) continue;
-    const int i = m_nodes.atom_of_node[ni], j = m_nodes.atom_of_node[m_nodes.pair_j[e]];
+    const int i = m_nodes.atom_of_node[ni];
+    const int j = m_folded ? m_nodes.pair_image[e] : m_nodes.atom_of_node[m_nodes.pair_j[e]];
     const double dx = x[j][0] - x[i][0], dy = x[j][1] - x[i][1], dz = x[j][2] - x[i][2];
     const double r2 = dx * dx + dy * dy + dz * dz;
     if (r2 < floor2)

@@ -39,6 +39,8 @@ class PairEdgeframe : public Pair {
  protected:
   std::string m_precision = "fp32";       // pair_style keyword precision
   double m_min_distance = 0.3;            // Angstrom, keyword min_distance (see doc/pair_style.md)
+  bool m_fold_images = true;              // keyword fold_images: fold periodic images on one rank
+  bool m_folded = false;                  // this run folds images (one rank and fold_images yes)
   std::string m_potential_file;           // pair_coeff file
   std::vector<std::string> m_type_element;  // [ntypes+1] element per LAMMPS type, "NULL" allowed
   std::vector<int> m_type_species;          // [ntypes+1] potential species index, -1 for NULL

@@ -3,6 +3,7 @@ from pathlib import Path
 
 DIAMOND_BOX = """
 units metal
+atom_modify map array
 boundary p p p
 lattice diamond 3.567
 region box block 0 2 0 2 0 2
@@ -100,3 +101,10 @@ def test_kokkos_suffix_selects_the_kk_style(lammps):
                  args=("-k", "on", "t", "1", "-sf", "kk"))
     assert "KOKKOS mode with Kokkos version 5.0.2" in run.output
     assert "edgeframe/kk" in run.output
+
+
+def test_missing_atom_map_is_refused_with_the_fix(lammps):
+    script = DIAMOND_BOX.replace("atom_modify map array\n", "")
+    run = lammps(script + f"pair_style edgeframe\npair_coeff * * {GOLDEN_MODEL} C\nrun 0\n")
+    assert run.returncode != 0
+    assert "requires an atom map" in run.output and "atom_modify map array" in run.output

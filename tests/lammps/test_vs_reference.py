@@ -44,10 +44,10 @@ def structure(name):
     raise KeyError(name)
 
 
-def run_case(lammps, tmp_path, model_path, atoms, boundary, nprocs=1, pre="", extra="", args=()):
+def run_case(lammps, tmp_path, model_path, atoms, boundary, nprocs=1, pre="", extra="", args=(), style_args=""):
     elements = ["C", "Cu"]
     q = write_data(tmp_path / "data.lmp", atoms, elements)
-    script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp64", model=model_path, elements="C Cu",
+    script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp64" + style_args, model=model_path, elements="C Cu",
                                  nktv2p=METAL_NKTV2P, pre=pre, extra=extra)
     run = lammps(script, nprocs=nprocs, args=args)
     assert run.returncode == 0, run.output[-3000:]
@@ -68,11 +68,15 @@ VOIGT = [(0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)]
 CENTROID = VOIGT + [(1, 0), (2, 0), (2, 1)]
 
 
+@pytest.mark.parametrize("fold", ["yes", "no"])
 @pytest.mark.parametrize("name", ["diamond64", "bcc_cu54", "triclinic_ccu16", "cluster"])
-def test_single_rank_matches_reference(lammps, tmp_path, small_model, name):
+def test_single_rank_matches_reference(lammps, tmp_path, small_model, name, fold):
+    # fold yes (the default on one rank): periodic images folded onto their owners;
+    # fold no: the ghost shell of T r_cut + skin that several ranks use.
     model, path = small_model
     atoms, boundary = structure(name)
-    q, thermo, dump, _ = run_case(lammps, tmp_path, path, atoms, boundary)
+    q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, style_args=f" fold_images {fold}")
+    assert ("periodic images folded" in output) == (fold == "yes")
     ref, forces, virial, atom_virial = expected(model, atoms, q)
 
     assert close(thermo[1], ref["energy"]), (thermo[1], ref["energy"])
