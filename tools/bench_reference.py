@@ -110,7 +110,8 @@ def run_case(case):
                 edges_per_atom=i.numel() / len(atoms), neighbor_s=t_nl, first_call_s=first,
                 times_s=times, median_s=med, atom_steps_per_s=len(atoms) / med,
                 peak_bytes=int(peak), peak_kind=peak_kind, energy=float(energy),
-                max_force=float(forces.abs().max()), error=None)
+                max_force=float(forces.abs().max()), load_avg_1_5_15=os.getloadavg(),
+                error=None)
 
 
 def worker_main(spec):

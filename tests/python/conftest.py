@@ -18,8 +18,10 @@ GOLDEN_DIR = ROOT / "tests" / "data" / "goldens"
 LM_CASES = [(1, 1), (2, 1), (2, 2), (3, 1), (3, 2), (4, 1), (4, 2)]
 
 
-def small_config(lmax=2, mmax=1, r_cut=3.2, layers=2, channels=4, species=("C", "Cu"), **kw):
-    """A tiny model that still exercises every code path (all m blocks, two layers)."""
+def small_config(lmax=2, mmax=1, r_cut=3.2, layers=3, channels=4, species=("C", "Cu"), **kw):
+    """A tiny model that still exercises every code path. Three layers: with two, the m > 0
+    SO(2) blocks and the m != 0 band rows cannot influence the energy (doc/model.md,
+    "Parameters without effect"), and the invariance tests would be blind to them."""
     base = dict(lmax=lmax, mmax=mmax, r_cut=r_cut, layers=layers, channels=channels,
                 hidden_channels=channels, ffn_channels=2 * channels, n_rbf=6, envelope_p=5,
                 edge_emb=3, radial_hidden=8, readout_hidden=8, avg_neighbors=6.0)
