@@ -252,7 +252,8 @@ TYPED_TEST(RadialTest, ValuesDerivativesAndBackward) {
     Kokkos::parallel_for("test", kk::Range<Exec, kk::TagForward>(exec, 0, E), f);
     Kokkos::parallel_for("test", kk::Range<Exec, kk::TagBackward>(exec, 0, E), f);
     exec.fence("test");
-    auto hr = test::to_host(rbf), hdr = test::to_host(drbf), he = test::to_host(env), hde = test::to_host(denv);
+    auto hr = test::to_host(rbf), hdr = test::to_host(drbf);  // one deduced type per declaration (nvcc insists)
+    auto he = test::to_host(env), hde = test::to_host(denv);
     auto hgv = test::to_host(gv);
     for (int e = 0; e < E; ++e) {
       const double r = std::sqrt(hv(e, 0) * hv(e, 0) + hv(e, 1) * hv(e, 1) + hv(e, 2) * hv(e, 2));
