@@ -11,7 +11,7 @@ struct BuildInfo {
   std::string kokkos_version;     // e.g. "5.0.2"
   std::string execution_space;    // Kokkos::DefaultExecutionSpace::name()
   std::string torch_version;      // e.g. "2.11.0"
-  bool evaluator_available;       // false until the evaluator (issue #4) is built in
+  bool evaluator_available;       // true: Evaluator (evaluator.hpp) is built into the engine
 };
 
 BuildInfo build_info();

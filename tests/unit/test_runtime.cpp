@@ -10,6 +10,7 @@ TEST(Runtime, BuildInfoNamesTheLibrariesThisBinaryWasBuiltWith) {
   EXPECT_EQ(info.kokkos_version, "5.0.2");
   EXPECT_EQ(info.torch_version.rfind("2.11.0", 0), 0u) << info.torch_version;
   EXPECT_EQ(info.execution_space, std::string(Kokkos::DefaultExecutionSpace::name()));
+  EXPECT_TRUE(info.evaluator_available);
 }
 
 TEST(Runtime, EnsureKokkosInitializedLeavesAnInitializedKokkosAlone) {
