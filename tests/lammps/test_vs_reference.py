@@ -22,8 +22,9 @@ def close(a, b, rel=REL_TOL_FP64, floor=ABS_FLOOR):
 
 @pytest.fixture(scope="module")
 def small_model(tmp_path_factory):
-    """A random two-layer model sized so a fat ghost shell (T r_cut + skin) stays cheap."""
-    cfg = random_init.make_config("L2", lmax=2, mmax=2, r_cut=3.2, layers=2, channels=8, hidden_channels=8,
+    """A random model sized so a fat ghost shell (T r_cut + skin) stays cheap. Three layers:
+    with two, the m != 0 band rows and the m > 0 SO(2) blocks cannot reach the energy."""
+    cfg = random_init.make_config("L2", lmax=2, mmax=2, r_cut=2.8, layers=3, channels=8, hidden_channels=8,
                                   ffn_channels=8, radial_hidden=16, readout_hidden=8, edge_emb=4,
                                   avg_neighbors=20.0)
     model = random_init.random_model(cfg, seed=7)
@@ -95,7 +96,7 @@ def test_single_rank_matches_reference(lammps, tmp_path, small_model, name, fold
                                               ("diamond64", 8, "2 2 2"), ("diamond64", 4, "4 1 1"),
                                               ("cluster", 4, "4 1 1"), ("triclinic_ccu16", 3, "3 1 1")])
 def test_mpi_ranks_match_reference(lammps, tmp_path, small_model, name, nprocs, grid):
-    # diamond 4 1 1: 1.8 A thick subdomains, far thinner than T r_cut = 6.4 A; 8 ranks on 64
+    # diamond 4 1 1: 1.8 A thick subdomains, far thinner than T r_cut = 8.4 A; 8 ranks on 64
     # atoms: few atoms per rank; cluster 4 1 1: the open box is padded by 20 A, so the outer
     # two ranks own no atom at all.
     model, path = small_model
