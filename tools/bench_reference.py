@@ -138,6 +138,29 @@ HEADER = (f"{'system':8s} {'size':>5s} {'shp':4s} {'mode':8s} {'atoms':>6s} {'ed
           f"{'median ms':>11s} {'atom-step/s':>12s} {'peak MiB':>10s} {'1st call s':>8s}")
 
 
+def markdown(paths):
+    """Markdown table of one or more result files (--markdown)."""
+    out = ["| system | atoms | shape | mode | edge chunk | edges/atom | median step s "
+           "(min-max) | atom-steps/s | peak MiB | first call s | load avg |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for path in paths:
+        for r in json.loads(pathlib.Path(path).read_text())["results"]:
+            head = (f"| {r['system']} | {r.get('n_atoms', '~%d' % r['size'])} | {r['shape']} | "
+                    f"{r['mode']} | {r.get('edge_chunk') or 'off'} |")
+            if r.get("error"):
+                why = r["error"]
+                if "can't allocate memory" in why:
+                    why = f"out of memory (worker cap {r['max_memory_gb']} GB)"
+                out.append(f"{head} | failed: {why[:120]} | | | | |")
+                continue
+            load = r.get("load_avg_1_5_15")
+            out.append(f"{head} {r['edges_per_atom']:.1f} | {r['median_s']:.1f} "
+                       f"({min(r['times_s']):.1f}-{max(r['times_s']):.1f}) | "
+                       f"{r['atom_steps_per_s']:.1f} | {r['peak_bytes'] / 2 ** 20:.0f} | "
+                       f"{r['first_call_s']:.0f} | {f'{load[0]:.1f}' if load else '-'} |")
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
@@ -157,10 +180,15 @@ def main():
                          "MemAvailable at start; 0: no cap)")
     ap.add_argument("--case-timeout", type=float, default=3600, help="seconds per case")
     ap.add_argument("--out", type=pathlib.Path, default=pathlib.Path("bench_reference.json"))
+    ap.add_argument("--markdown", nargs="+", metavar="JSON",
+                    help="print a markdown table of earlier result files and exit")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         return worker_main(args.worker)
+    if args.markdown:
+        print(markdown(args.markdown))
+        return 0
 
     import signal
     import torch
