@@ -13,8 +13,8 @@ vectors (doc/model.md step 5) with create_graph, so the loss differentiates thro
 
 Before training: e0 per element by least squares on the training energies (E_b ~ sum_s
 n_bs e0_s), avg_neighbors = mean edges per atom of the training frames at the model cutoff.
-Adam, linear warm-up over the first epoch then cosine decay to --lr-min over the planned
-epochs (with --time-budget the plan is fixed after the first epoch from its duration),
+Adam, linear warm-up (--warmup-steps, default the first epoch) then cosine decay to
+--lr-min over the planned epochs (with --time-budget the plan is fixed after the first epoch from its duration),
 exponential moving average (EMA) of the weights, used for validation, checkpoints and the
 written potential; early stopping on the validation loss (--patience epochs).
 
@@ -229,12 +229,17 @@ def parse_args(argv=None):
     ap.add_argument("--w-energy", type=float, default=100.0)
     ap.add_argument("--w-force", type=float, default=1.0)
     ap.add_argument("--w-virial", type=float, default=1.0)
+    ap.add_argument("--warmup-steps", type=int, default=0, help="0: the first epoch")
+    ap.add_argument("--final-splits", nargs="+", default=["train", "val", "test"],
+                    choices=["train", "val", "test"], help="splits evaluated at the end")
     ap.add_argument("--ema", type=float, default=0.995)
     ap.add_argument("--clip", type=float, default=10.0, help="gradient-norm clip")
     ap.add_argument("--patience", type=int, default=60, help="epochs without val improvement")
     ap.add_argument("--max-train-frames", type=int, default=0, help="subsample (smoke tests)")
     ap.add_argument("--eval-every", type=int, default=1, help="validate every k epochs")
     ap.add_argument("--print-every", type=int, default=1, help="log line every k epochs")
+    ap.add_argument("--cache-only", action="store_true",
+                    help="only build the neighbour-list cache (--cache) and exit")
     ap.add_argument("--name", default=None, help="potential file name (default <element>)")
     for k, v in PRESETS["C"].items():
         ap.add_argument("--" + k.replace("_", "-"), type=type(v), default=None)
@@ -275,6 +280,9 @@ def main(argv=None):
     species = [args.element]
     splits = build_splits(args.data, args.element, species, hp["r_cut"], args.cache)
     data_meta = splits["meta"]
+    if args.cache_only:
+        print(f"[{args.element}] neighbour lists ready in {args.cache}", flush=True)
+        return None
     train, val, test = (splits[s] for s in ("train", "val", "test"))
     if args.max_train_frames and train.n_frames > args.max_train_frames:
         from train.dataset import PackedGraphs  # noqa: F401  (subset through batch())
@@ -305,10 +313,13 @@ def main(argv=None):
     step = 0
     train_start = time.time()
 
+    warmup = args.warmup_steps if args.warmup_steps > 0 else steps_per_epoch
+
     def lr_at(epoch, k):
-        if epoch == 0:                                  # linear warm-up over epoch 1
-            return args.lr * (0.1 + 0.9 * k / steps_per_epoch)
-        frac = min(1.0, (epoch - 1 + k / steps_per_epoch) / max(1, planned - 1))
+        s = epoch * steps_per_epoch + k
+        if s < warmup:                                  # linear warm-up from lr / 10
+            return args.lr * (0.1 + 0.9 * s / warmup)
+        frac = min(1.0, (s - warmup) / max(1, planned * steps_per_epoch - warmup))
         return args.lr_min + 0.5 * (args.lr - args.lr_min) * (1 + math.cos(math.pi * frac))
 
     from tqdm import tqdm
@@ -414,6 +425,8 @@ def main(argv=None):
         final = ema.to(device, torch.float64)
     results = {}
     for split_name, g in (("train", train), ("val", val), ("test", test)):
+        if split_name not in args.final_splits:
+            continue
         m, pred = metrics(final, g, args.eval_batch, weights)
         results[split_name] = m
         if split_name == "test":
