@@ -11,10 +11,10 @@ rebuilt only every few steps in MD), then times a step = edge vectors from posit
 one backward for the forces. Reported: median step time over --repeats after --warmup steps,
 atom-steps/s, edges per atom, peak memory (CUDA: max_memory_allocated; CPU: peak RSS of the
 worker process), and for compile the time of the first (compiling) call. A worker that fails
-(out of memory, compiler error, timeout) reports why and the table says so. On a CPU each
-worker's address space is capped (--max-memory-gb) so that a case too large for the machine
-fails cleanly instead of calling the kernel's OOM killer on a shared host; --edge-chunk trades
-time for memory (recompute in backward).
+(out of memory, compiler error, timeout) reports why and the table says so. On a CPU a
+watchdog kills a worker whose resident memory passes --max-memory-gb, so that a case too large
+for the machine fails cleanly instead of calling the kernel's OOM killer on a shared host;
+--edge-chunk trades time for memory (recompute in backward).
 """
 
 import argparse
@@ -26,6 +26,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -43,13 +44,6 @@ def run_case(case):
 
     if case["threads"]:
         torch.set_num_threads(case["threads"])
-    if case["max_memory_gb"] > 0:
-        # Fail with a clean "can't allocate memory" instead of waking the OOM killer on a
-        # shared machine: cap the address space at what is mapped now plus the budget.
-        vm = int(next(ln.split()[1] for ln in open("/proc/self/status")
-                      if ln.startswith("VmSize:"))) * 1024
-        budget = int(case["max_memory_gb"] * 2 ** 30)
-        resource.setrlimit(resource.RLIMIT_AS, (vm + budget, resource.RLIM_INFINITY))
     device = torch.device(case["device"])
     dtype = getattr(torch, case["dtype"])
     reps = replicas_for(case["size"], SYSTEMS[case["system"]])
@@ -125,6 +119,50 @@ def worker_main(spec):
 
 
 # ------------------------------------------------------------------------------ driver
+def rss_bytes(pid):
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return next(int(ln.split()[1]) * 1024 for ln in fh if ln.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return 0
+
+
+def run_worker(case, timeout):
+    """Run one case in a fresh process. With a memory budget (CPU), a watchdog polls the
+    worker's resident memory and kills it past the budget, so that a case too large for a
+    shared machine fails cleanly instead of calling the kernel's OOM killer on everyone."""
+    budget = case["max_memory_gb"] * 2 ** 30
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen([sys.executable, __file__, "--worker", json.dumps(case)],
+                                stdout=out, stderr=err, text=True)
+        t0, seen, over = time.monotonic(), 0, False
+        try:
+            while proc.poll() is None:
+                seen = max(seen, rss_bytes(proc.pid))
+                if budget and seen > budget:
+                    over = True
+                    proc.kill()
+                elif time.monotonic() - t0 > timeout:
+                    proc.kill()
+                    proc.wait()
+                    raise subprocess.TimeoutExpired(proc.args, timeout)
+                time.sleep(0.1)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        out.seek(0)
+        err.seek(0)
+        lines = [ln for ln in out.read().splitlines() if ln.startswith("RESULT ")]
+        if over:
+            return dict(case, error=f"out of memory: resident memory passed the budget of "
+                                    f"{case['max_memory_gb']} GB (--max-memory-gb); killed")
+        if lines:
+            return json.loads(lines[-1][7:])
+        tail = (err.read().strip().splitlines() or ["no output"])[-1]
+        return dict(case, error=f"worker exited with status {proc.returncode}: {tail}"[:400])
+
+
 def fmt_row(r):
     head = f"{r['system']:8s} {r['size']:>5d} {r['shape']:4s} {r['mode']:8s}"
     if r.get("error"):
@@ -140,7 +178,7 @@ HEADER = (f"{'system':8s} {'size':>5s} {'shp':4s} {'mode':8s} {'atoms':>6s} {'ed
 
 def markdown(paths):
     """Markdown table of one or more result files (--markdown)."""
-    out = ["| system | atoms | shape | mode | edge chunk | edges/atom | median step s "
+    out = ["| system | atoms | shape | mode | edge chunk | edges/atom | median step ms "
            "(min-max) | atom-steps/s | peak MiB | first call s | load avg |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for path in paths:
@@ -149,15 +187,18 @@ def markdown(paths):
                     f"{r['mode']} | {r.get('edge_chunk') or 'off'} |")
             if r.get("error"):
                 why = r["error"]
-                if "can't allocate memory" in why:
-                    why = f"out of memory (worker cap {r['max_memory_gb']} GB)"
+                if "can't allocate memory" in why or why.startswith("out of memory"):
+                    why = f"out of memory (budget {r['max_memory_gb']} GB)"
+                elif "CUDA out of memory" in why:
+                    why = "out of GPU memory"
                 out.append(f"{head} | failed: {why[:120]} | | | | |")
                 continue
             load = r.get("load_avg_1_5_15")
-            out.append(f"{head} {r['edges_per_atom']:.1f} | {r['median_s']:.1f} "
-                       f"({min(r['times_s']):.1f}-{max(r['times_s']):.1f}) | "
+            ms = [1e3 * t for t in r["times_s"]]
+            out.append(f"{head} {r['edges_per_atom']:.1f} | {1e3 * r['median_s']:.1f} "
+                       f"({min(ms):.1f}-{max(ms):.1f}) | "
                        f"{r['atom_steps_per_s']:.1f} | {r['peak_bytes'] / 2 ** 20:.0f} | "
-                       f"{r['first_call_s']:.0f} | {f'{load[0]:.1f}' if load else '-'} |")
+                       f"{r['first_call_s']:.1f} | {f'{load[0]:.1f}' if load else '-'} |")
     return "\n".join(out)
 
 
@@ -176,8 +217,8 @@ def main():
                     help="run each layer's edge work in checkpointed chunks of this many edges "
                          "(recomputed in backward: less memory, more time; 0: off)")
     ap.add_argument("--max-memory-gb", type=float, default=None,
-                    help="CPU only: cap each worker's extra address space (default: half of "
-                         "MemAvailable at start; 0: no cap)")
+                    help="CPU only: kill a worker whose resident memory passes this (default: "
+                         "half of MemAvailable at start; 0: no limit)")
     ap.add_argument("--case-timeout", type=float, default=3600, help="seconds per case")
     ap.add_argument("--out", type=pathlib.Path, default=pathlib.Path("bench_reference.json"))
     ap.add_argument("--markdown", nargs="+", metavar="JSON",
@@ -227,15 +268,7 @@ def main():
         print(f"  ... {label}", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run([sys.executable, __file__, "--worker", json.dumps(case)],
-                                  capture_output=True, text=True, timeout=args.case_timeout)
-            lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-            if lines:
-                r = json.loads(lines[-1][7:])
-            else:
-                tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-                r = dict(case, error=f"worker exited with status {proc.returncode} "
-                                     f"(killed for memory?): {tail}"[:400])
+            r = run_worker(case, args.case_timeout)
         except subprocess.TimeoutExpired:
             r = dict(case, error=f"timeout after {args.case_timeout:.0f} s")
         r["wall_s"] = time.perf_counter() - t0
