@@ -115,15 +115,19 @@ class EdgeFrameModel(torch.nn.Module):
                 part = slice(s, min(s + self.edge_chunk, E))
                 args = (t, n, species, edge_i[part], edge_j[part], [b[part] for b in bands],
                         rbf[part], u[part])
-                msg = torch.utils.checkpoint.checkpoint(self.edge_messages, *args,
-                                                        use_reentrant=False)
-                agg = agg.index_add(0, edge_i[part], msg)
+                agg = agg + torch.utils.checkpoint.checkpoint(self.aggregated_messages, *args,
+                                                              use_reentrant=False)
         else:
             msg = self.edge_messages(t, n, species, edge_i, edge_j, bands, rbf, u)
             agg = agg.index_add(0, edge_i, msg)
         h = h + agg / cfg.avg_neighbors
         # h. feed-forward
         return h + self.feed_forward(pre, h)
+
+    def aggregated_messages(self, t, n, species, edge_i, edge_j, bands, rbf, u):
+        """sum_{e into i} msg_e over the given edges, [N, D, C] (a checkpointed chunk)."""
+        msg = self.edge_messages(t, n, species, edge_i, edge_j, bands, rbf, u)
+        return torch.zeros_like(n).index_add(0, edge_i, msg)
 
     def edge_messages(self, t, n, species, edge_i, edge_j, bands, rbf, u):
         """Steps b-g for a set of edges: msg_e = u(r_e) unrot_e(w_e), [E, D, C]."""
