@@ -65,7 +65,7 @@ PairEdgeframe::PairEdgeframe(LAMMPS *lmp) : Pair(lmp)
   restartinfo = 0;
   one_coeff = 1;
   manybody_flag = 1;
-  ghostneigh = 1;                    // the receptive field reaches T cutoffs: ghosts need neighbours
+  ghostneigh = 1;                    // ghost-shell mode needs ghosts' neighbours; init_style decides per run
   no_virial_fdotr_compute = 1;       // the engine's edge virial is exact for ghosts and images
   centroidstressflag = CENTROID_AVAIL;
   m_buffers = nullptr;
@@ -196,7 +196,7 @@ void PairEdgeframe::init_style()
                      cfg.layers, cfg.r_cut, neighbor->skin);
   }
   m_graph.reset();
-  m_graph_step = -1;    // force a rebuild of the node map at the first compute
+  m_need_node_map = true;    // rebuild the node map at the first compute
   m_time_graph = m_time_engine = m_time_copy = 0.0;    // the end-of-run split is per run
   m_calls = 0;
   if (comm->me == 0 && !m_model_block_printed) print_model_block();
@@ -265,11 +265,11 @@ void PairEdgeframe::rebuild_graph()
     b.pair_shift = decltype(b.pair_shift)();
   }
 
-  if (m_graph_step < 0 && comm->me == 0)
+  if (m_need_node_map && comm->me == 0)
     utils::logmesg(lmp, "edgeframe: rank 0 graph ({}): {} nodes ({} owned, {} ghosts kept of {} mapped atoms), {} candidate pairs\n",
                    m_folded ? "periodic images folded onto owners" : "ghost shell", n, m_nodes.n_local,
                    n - m_nodes.n_local, m_nodes.n_candidates, p);
-  m_graph_step = update->ntimestep;
+  m_need_node_map = false;
 }
 
 void PairEdgeframe::build_step_graph()
@@ -339,7 +339,7 @@ void PairEdgeframe::compute(int eflag, int vflag)
   m_calls++;
 
   double t0 = platform::walltime();
-  if (m_graph_step < 0 || neighbor->ago == 0) rebuild_graph();
+  if (m_need_node_map || neighbor->ago == 0) rebuild_graph();
   // A rank that owns no mapped atom has no energy and so exerts no force: nothing to do
   // (ranks of an open box beyond the atoms, or every owned type NULL under hybrid).
   if (m_nodes.n_local == 0) return;

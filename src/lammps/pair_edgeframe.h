@@ -49,7 +49,7 @@ class PairEdgeframe : public Pair {
   std::unique_ptr<edgeframe::Evaluator> m_evaluator;
   std::unique_ptr<edgeframe::AtomGraph> m_graph;
   edgeframe_glue::NodeMap m_nodes;    // LAMMPS atom <-> engine node, rebuilt with the graph
-  bigint m_graph_step = -1;           // timestep of the last graph build
+  bool m_need_node_map = true;        // node map stale: rebuild at the next compute
   struct EdgeframeBuffers *m_buffers;  // engine-side positions and species (pair_edgeframe.cpp)
 
   double m_time_graph = 0.0, m_time_engine = 0.0, m_time_copy = 0.0;    // seconds, this rank
