@@ -6,8 +6,20 @@
 // kernel does arithmetic worth counting, the FLOP rate. The time not spent in Kokkos kernels is
 // LibTorch (GEMMs, activations, autograd bookkeeping).
 //
-//   edgeframe_bench [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32]
+//   edgeframe_bench [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32]
+//
+// Case mode (tools/gate.py, the multi-scale gate of issue #7): one given model and structure,
+//   edgeframe_bench --case FILE --potential FILE.safetensors [--precision P] [--reps N]
+//                   [--warmup N] [--forces-out FILE]
+// prints one line "RESULT {json}" (median step time, peak memory, energy) and writes the
+// forces as raw little-endian doubles [N, 3]. The case file is written by tools/gate.py.
 #include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <fstream>
+#include <stdexcept>
+#ifdef KOKKOS_ENABLE_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -36,15 +48,22 @@ struct KernelTimes {
 };
 KernelTimes g_times;
 
+// On a device backend a launch returns before the kernel has run: the profile pass fences
+// before (so queued torch work is not counted) and after each kernel. Those fences serialise
+// the step, which is why the step time is measured in a separate pass without callbacks.
+void fence_if_device() {
+  if constexpr (!std::is_same_v<Exec::memory_space, Kokkos::HostSpace>) Kokkos::fence("edgeframe_bench: profile");
+}
 void begin_kernel(const char* name, std::uint32_t, std::uint64_t* id) {
   *id = g_times.next++;
-  if (g_times.on) g_times.open[*id] = {name, Clock::now()};
+  if (!g_times.on) return;
+  fence_if_device();
+  g_times.open[*id] = {name, Clock::now()};
 }
 void end_kernel(std::uint64_t id) {
   auto it = g_times.open.find(id);
   if (it == g_times.open.end()) return;
-  // Host backends return from a launch when the work is done, so the end callback is the end
-  // of the kernel; a device backend would need a fence here (see doc/engine.md).
+  fence_if_device();
   g_times.seconds[it->second.first] += std::chrono::duration<double>(Clock::now() - it->second.second).count();
   g_times.calls[it->second.first] += 1;
   g_times.open.erase(it);
@@ -163,18 +182,134 @@ std::map<std::string, Cost> kernel_costs(const ModelConfig& c, double E, double 
   return m;
 }
 
+// ---- case mode -------------------------------------------------------------------------------
+// Case file (little-endian): "EFCASE1\0", int64 N, int64 P, double x[N*3], int32 species[N],
+// int32 i[P], int32 j[P], double shift[P*3] (Cartesian, Angstrom): P directed edges i <- j.
+struct CaseData {
+  std::vector<double> x, shift;
+  std::vector<int> species, i, j;
+};
+
+CaseData read_case(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open case file " + path);
+  char magic[8];
+  std::int64_t n = 0, p = 0;
+  in.read(magic, 8);
+  in.read(reinterpret_cast<char*>(&n), 8);
+  in.read(reinterpret_cast<char*>(&p), 8);
+  if (!in || std::string(magic, 7) != "EFCASE1" || n <= 0 || p < 0 || n > (1 << 28) || p > (1LL << 31))
+    throw std::runtime_error("not an edgeframe case file: " + path);
+  CaseData c;
+  c.x.resize(n * 3);
+  c.species.resize(n);
+  c.i.resize(p);
+  c.j.resize(p);
+  c.shift.resize(p * 3);
+  in.read(reinterpret_cast<char*>(c.x.data()), 8 * n * 3);
+  in.read(reinterpret_cast<char*>(c.species.data()), 4 * n);
+  in.read(reinterpret_cast<char*>(c.i.data()), 4 * p);
+  in.read(reinterpret_cast<char*>(c.j.data()), 4 * p);
+  in.read(reinterpret_cast<char*>(c.shift.data()), 8 * p * 3);
+  if (!in) throw std::runtime_error("case file " + path + " is truncated");
+  return c;
+}
+
+// Bytes the engine holds at its peak: torch's allocator peak (reset before the timed steps)
+// plus the Kokkos workspace and graph, which torch does not see.
+std::size_t torch_peak_bytes() {
+#ifdef KOKKOS_ENABLE_CUDA
+  return c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[0].peak;
+#else
+  return 0;
+#endif
+}
+void torch_reset_peak() {
+#ifdef KOKKOS_ENABLE_CUDA
+  c10::cuda::CUDACachingAllocator::resetPeakStats(0);
+#endif
+}
+
+int run_case_mode(const std::string& case_path, const std::string& potential_path, Precision prec, int reps,
+                  int warmup, const std::string& forces_out) {
+  const Potential pot = read_potential(potential_path);
+  const CaseData c = read_case(case_path);
+  const int N = int(c.species.size()), P = int(c.i.size());
+  kk::Vec3View<double, Exec> x("x", N), shift("shift", P);
+  kk::View1<int, Exec> i("i", P), j("j", P), species("species", N);
+  auto hx = Kokkos::create_mirror_view(x);
+  auto hs = Kokkos::create_mirror_view(shift);
+  auto hi = Kokkos::create_mirror_view(i);
+  auto hj = Kokkos::create_mirror_view(j);
+  auto hsp = Kokkos::create_mirror_view(species);
+  for (int a = 0; a < N; ++a) {
+    hsp(a) = c.species[a];
+    for (int k = 0; k < 3; ++k) hx(a, k) = c.x[3 * a + k];
+  }
+  for (int q = 0; q < P; ++q) {
+    hi(q) = c.i[q];
+    hj(q) = c.j[q];
+    for (int k = 0; k < 3; ++k) hs(q, k) = c.shift[3 * q + k];
+  }
+  Kokkos::deep_copy(x, hx);
+  Kokkos::deep_copy(shift, hs);
+  Kokkos::deep_copy(i, hi);
+  Kokkos::deep_copy(j, hj);
+  Kokkos::deep_copy(species, hsp);
+  Evaluator ev(pot, {prec});
+  const auto t_graph = Clock::now();
+  const AtomGraph graph = make_graph({i, j, shift, false}, x, species, N, pot.config.r_cut);
+  Kokkos::fence();
+  const double graph_s = std::chrono::duration<double>(Clock::now() - t_graph).count();
+  const int E = graph.edges.n_edges;
+  What what;
+  what.virial = true;
+  Result res;
+  for (int w = 0; w < std::max(1, warmup); ++w) res = ev.compute(graph, x, what);
+  torch_reset_peak();
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    res = ev.compute(graph, x, what);  // returns after the energy reached the host: synchronous
+    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  const std::size_t graph_bytes = std::size_t(E) * (4 * 3 + 24) + std::size_t(N + 1) * 8;
+  const std::size_t peak = torch_peak_bytes() + ev.workspace_bytes() + graph_bytes;
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  if (!forces_out.empty()) {
+    auto hf = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), res.forces);
+    std::ofstream out(forces_out, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(hf.data()), sizeof(double) * std::size_t(N) * 3);
+  }
+  std::string ts;
+  for (double t : times) ts += (ts.empty() ? "" : ",") + std::to_string(t);
+  std::printf("RESULT {\"engine\": \"%s\", \"precision\": \"%s\", \"n_atoms\": %d, \"n_edges\": %d, "
+              "\"median_s\": %.6e, \"times_s\": [%s], \"graph_build_s\": %.6e, \"peak_bytes\": %zu, "
+              "\"torch_peak_bytes\": %zu, \"workspace_bytes\": %zu, \"energy\": %.12e}\n",
+              Exec::name(), to_string(prec).c_str(), N, E, median, ts.c_str(), graph_s, peak, torch_peak_bytes(),
+              ev.workspace_bytes(), res.energy);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string shapes = "all", precision = "fp32";
   std::vector<int> cells = {4, 6, 8};
-  int reps = 3;
+  int reps = 3, warmup = 2;
+  std::string case_path, potential_path, forces_out;
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     auto next = [&]() { return a + 1 < argc ? std::string(argv[++a]) : std::string(); };
     if (arg == "--shape") shapes = next();
     else if (arg == "--reps") reps = std::stoi(next());
     else if (arg == "--precision") precision = next();
+    else if (arg == "--warmup") warmup = std::stoi(next());
+    else if (arg == "--case") case_path = next();
+    else if (arg == "--potential") potential_path = next();
+    else if (arg == "--forces-out") forces_out = next();
     else if (arg == "--cells") {
       cells.clear();
       std::string list = next();
@@ -184,7 +319,9 @@ int main(int argc, char** argv) {
         p = q == std::string::npos ? list.size() : q + 1;
       }
     } else if (arg != "--kokkos-num-threads" && arg.rfind("--kokkos", 0) != 0) {
-      std::fprintf(stderr, "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32]\n"
+                           "       %s --case FILE --potential FILE [--precision P] [--reps N] [--warmup N] [--forces-out FILE]\n",
+                   argv[0], argv[0]);
       return 2;
     }
   }
@@ -192,6 +329,14 @@ int main(int argc, char** argv) {
   Kokkos::Tools::Experimental::set_begin_parallel_for_callback(begin_kernel);
   Kokkos::Tools::Experimental::set_end_parallel_for_callback(end_kernel);
   const Precision prec = parse_precision(precision);
+  if (!case_path.empty()) {
+    try {
+      return run_case_mode(case_path, potential_path, prec, reps, warmup, forces_out);
+    } catch (const std::exception& e) {
+      std::printf("RESULT {\"error\": \"%s\"}\n", e.what());
+      return 1;
+    }
+  }
   const std::size_t real = prec == Precision::fp64 ? 8 : 4;
   std::printf("edgeframe_bench: %s, %s, %d thread(s), %d timed step(s) per case\n", Exec::name(), precision.c_str(),
               Exec().concurrency(), reps);

@@ -1,31 +1,331 @@
 /* ----------------------------------------------------------------------
-   edgeframe/kk, current state: the host-data path of pair_style edgeframe
-   under LAMMPS-KOKKOS. kokkosable stays 0, so LAMMPS syncs positions to the
-   host before compute() and marks forces modified on the host after it; the
-   engine itself runs on Kokkos' default execution space as for the plain
-   style. Device-resident data (positions, neighbour list and forces never
-   leaving the GPU) is issue #7; see doc/pair_style.md.
+   edgeframe/kk: see pair_edgeframe_kokkos.h for what stays where.
+
+   Device path, per neighbour-list rebuild: local atoms of mapped types become
+   nodes (a scan), each full-list neighbour j of a node becomes a candidate
+   pair (receiver node, node of j's owner, j) where the owner comes from the
+   device atom map (j is a periodic image on one rank). Per step: gather the
+   node positions and image offsets from atomKK->k_x, filter the pairs to
+   edges (r < r_cut, the engine's make_graph), check the distance floor,
+   evaluate, check the forces, add them to atomKK->k_f. Everything above runs
+   on DeviceType; energy and virial come back as scalars.
 ------------------------------------------------------------------------- */
 
 #include "pair_edgeframe_kokkos.h"
 
+#include "atom_kokkos.h"
+#include "atom_masks.h"
+#include "comm.h"
+#include "error.h"
+#include "kokkos.h"
+#include "neigh_list_kokkos.h"
+#include "neigh_request.h"
+#include "neighbor.h"
+#include "update.h"
+
+#include "edgeframe_lammps_errors.h"
+#include "potential.hpp"
+
+#include <cmath>
+
 using namespace LAMMPS_NS;
+using edgeframe_glue::call_engine;
+using edgeframe_glue::Scope;
+
+namespace {
+constexpr int kVoigt[6] = {0, 4, 8, 1, 2, 5};    // xx yy zz xy xz yz in a row-major 3x3
+
+// LAMMPS index of the atom that owns atom j: j itself when local, else through the atom map
+// (on one rank every ghost is a periodic image of a local atom). -1 when the map has none.
+template <class DeviceType>
+struct OwnerOf {
+  typename ArrayTypes<DeviceType>::t_tagint_1d tag;
+  DAT::tdual_int_1d map_array;
+  dual_hash_type map_hash;
+  int map_style, nlocal;
+  KOKKOS_INLINE_FUNCTION int operator()(int j) const
+  {
+    return j < nlocal ? j : AtomKokkos::map_kokkos<DeviceType>(tag(j), map_style, map_array, map_hash);
+  }
+};
+}    // namespace
 
 template <class DeviceType>
 PairEdgeframeKokkos<DeviceType>::PairEdgeframeKokkos(LAMMPS *lmp) : PairEdgeframe(lmp)
 {
+  kokkosable = 1;
+  atomKK = (AtomKokkos *) atom;
+  execution_space = ExecutionSpaceFromDevice<DeviceType>::space;
+  // compute() syncs and marks what it touches itself (two paths with different needs).
+  datamask_read = EMPTY_MASK;
+  datamask_modify = EMPTY_MASK;
 }
 
 template <class DeviceType>
 void PairEdgeframeKokkos<DeviceType>::init_style()
 {
-  PairEdgeframe::init_style();
+  m_device_path = kSharesEngineMemory && m_fold_images && comm->nprocs == 1;
+  if (!m_device_path) {
+    // Host-data path: the plain style's node map, ghost shell and a host neighbour list.
+    PairEdgeframe::init_style();
+    if (comm->me == 0)
+      utils::logmesg(lmp, "edgeframe/kk: {}; atom data is staged through the host\n",
+                     kSharesEngineMemory ? "several ranks (or fold_images no)" : "host instantiation of a device build");
+    return;
+  }
+  init_engine();
+  m_folded = true;
+  if (atom->map_style == Atom::MAP_NONE)
+    error->all(FLERR, "pair_style edgeframe/kk requires an atom map to fold periodic images onto their owners: "
+               "add 'atom_modify map array' before the box is created");
+  ghostneigh = 0;
+  auto request = neighbor->add_request(this, NeighConst::REQ_FULL);
+  request->set_kokkos_host(std::is_same_v<DeviceType, LMPHostType> && !std::is_same_v<DeviceType, LMPDeviceType>);
+  request->set_kokkos_device(std::is_same_v<DeviceType, LMPDeviceType>);
+
+  const int ntypes = atom->ntypes;
+  d_type_species = View1<int>("edgeframe/kk::type_species", ntypes + 1);
+  auto h = Kokkos::create_mirror_view(d_type_species);
+  for (int t = 0; t <= ntypes; t++) h(t) = m_type_species[t];
+  Kokkos::deep_copy(d_type_species, h);
+  if (comm->me == 0)
+    utils::logmesg(lmp, "edgeframe/kk: device-resident path on {} (periodic images folded onto owners)\n",
+                   Exec::name());
+}
+
+template <class DeviceType>
+void PairEdgeframeKokkos<DeviceType>::rebuild_device_graph()
+{
+  const int nlocal = atom->nlocal;
+  auto type = atomKK->k_type.view<DeviceType>();
+  auto tag = atomKK->k_tag.view<DeviceType>();
+  auto type_species = d_type_species;
+
+  // Nodes: local atoms of mapped types, in local order.
+  if ((int) d_node_of_atom.extent(0) < nlocal) d_node_of_atom = View1<int>("edgeframe/kk::node_of_atom", nlocal);
+  auto node_of_atom = d_node_of_atom;
+  int n_nodes = 0;
+  Kokkos::parallel_scan(
+      "edgeframe/kk::number_nodes", Kokkos::RangePolicy<DeviceType>(0, nlocal),
+      KOKKOS_LAMBDA(int i, int &offset, bool final) {
+        const bool mapped = type_species(type(i)) >= 0;
+        if (final) node_of_atom(i) = mapped ? offset : -1;
+        offset += mapped;
+      },
+      n_nodes);
+  m_n_nodes = n_nodes;
+  d_atom_of_node = View1<int>("edgeframe/kk::atom_of_node", n_nodes);
+  d_species = View1<int>("edgeframe/kk::species", n_nodes);
+  auto atom_of_node = d_atom_of_node;
+  auto species = d_species;
+  Kokkos::parallel_for(
+      "edgeframe/kk::node_tables", Kokkos::RangePolicy<DeviceType>(0, nlocal), KOKKOS_LAMBDA(int i) {
+        const int k = node_of_atom(i);
+        if (k >= 0) {
+          atom_of_node(k) = i;
+          species(k) = type_species(type(i));
+        }
+      });
+  h_atom_of_node = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), d_atom_of_node);
+  if ((int) d_positions.extent(0) < n_nodes) d_positions = Vec3("edgeframe/kk::positions", n_nodes);
+
+  // Candidate pairs from the full list: count per listed atom, scan, fill.
+  auto *k_list = static_cast<NeighListKokkos<DeviceType> *>(list);
+  auto d_ilist = k_list->d_ilist;
+  auto d_numneigh = k_list->d_numneigh;
+  auto d_neighbors = k_list->d_neighbors;
+  const int inum = list->inum;
+  const int map_style = atom->map_style;
+  if (map_style == Atom::MAP_ARRAY) atomKK->k_map_array.template sync<DeviceType>();
+  else atomKK->k_map_hash.template sync<DeviceType>();
+  const OwnerOf<DeviceType> owner_of{tag, atomKK->k_map_array, atomKK->k_map_hash, map_style, nlocal};
+
+  View1<int> first("edgeframe/kk::pair_first", inum + 1);
+  int n_pairs = 0, n_orphans = 0;
+  Kokkos::parallel_reduce(
+      "edgeframe/kk::count_orphans", Kokkos::RangePolicy<DeviceType>(0, inum),
+      KOKKOS_LAMBDA(int ii, int &orphans) {
+        const int i = d_ilist(ii);
+        if (node_of_atom(i) < 0) return;
+        for (int jj = 0; jj < d_numneigh(i); jj++) {
+          const int j = d_neighbors(i, jj) & NEIGHMASK;
+          if (type_species(type(j)) >= 0 && owner_of(j) < 0) orphans++;
+        }
+      },
+      n_orphans);
+  if (n_orphans > 0)
+    error->one(FLERR, "edgeframe/kk: {} neighbours are images of atoms this rank does not own; "
+               "the device path needs one MPI rank", n_orphans);
+  Kokkos::parallel_scan(
+      "edgeframe/kk::count_pairs", Kokkos::RangePolicy<DeviceType>(0, inum),
+      KOKKOS_LAMBDA(int ii, int &offset, bool final) {
+        const int i = d_ilist(ii);
+        int count = 0;
+        if (node_of_atom(i) >= 0)
+          for (int jj = 0; jj < d_numneigh(i); jj++) count += type_species(type(d_neighbors(i, jj) & NEIGHMASK)) >= 0;
+        if (final) first(ii) = offset;
+        offset += count;
+      },
+      n_pairs);
+  m_n_pairs = n_pairs;
+  d_pair_i = View1<int>("edgeframe/kk::pair_i", n_pairs);
+  d_pair_j = View1<int>("edgeframe/kk::pair_j", n_pairs);
+  d_pair_image = View1<int>("edgeframe/kk::pair_image", n_pairs);
+  d_pair_owner = View1<int>("edgeframe/kk::pair_owner", n_pairs);
+  d_shift = Vec3("edgeframe/kk::pair_shift", n_pairs);
+  auto pair_i = d_pair_i, pair_j = d_pair_j, pair_image = d_pair_image, pair_owner = d_pair_owner;
+  Kokkos::parallel_for(
+      "edgeframe/kk::fill_pairs", Kokkos::RangePolicy<DeviceType>(0, inum), KOKKOS_LAMBDA(int ii) {
+        const int i = d_ilist(ii);
+        const int ni = node_of_atom(i);
+        if (ni < 0) return;
+        int p = first(ii);
+        for (int jj = 0; jj < d_numneigh(i); jj++) {
+          const int j = d_neighbors(i, jj) & NEIGHMASK;
+          if (type_species(type(j)) < 0) continue;
+          const int owner = owner_of(j);
+          pair_i(p) = ni;
+          pair_j(p) = node_of_atom(owner);
+          pair_image(p) = j;
+          pair_owner(p) = owner;
+          p++;
+        }
+      });
+  if (m_need_node_map && comm->me == 0)
+    utils::logmesg(lmp, "edgeframe/kk: graph on {}: {} nodes, {} candidate pairs\n", Exec::name(), n_nodes, n_pairs);
+  m_need_node_map = false;
+}
+
+template <class DeviceType>
+void PairEdgeframeKokkos<DeviceType>::gather_positions_and_shifts()
+{
+  // Image offsets from the current image and owner positions, so that box changes between
+  // neighbour-list rebuilds (NPT, fix deform) are followed exactly, as in the host path.
+  auto x = atomKK->k_x.view<DeviceType>();
+  auto positions = d_positions;
+  auto atom_of_node = d_atom_of_node;
+  Kokkos::parallel_for(
+      "edgeframe/kk::gather_positions", Kokkos::RangePolicy<DeviceType>(0, m_n_nodes), KOKKOS_LAMBDA(int k) {
+        const int i = atom_of_node(k);
+        for (int d = 0; d < 3; d++) positions(k, d) = x(i, d);
+      });
+  auto shift = d_shift;
+  auto pair_image = d_pair_image, pair_owner = d_pair_owner;
+  Kokkos::parallel_for(
+      "edgeframe/kk::image_shifts", Kokkos::RangePolicy<DeviceType>(0, m_n_pairs), KOKKOS_LAMBDA(int p) {
+        for (int d = 0; d < 3; d++) shift(p, d) = x(pair_image(p), d) - x(pair_owner(p), d);
+      });
+}
+
+template <class DeviceType>
+void PairEdgeframeKokkos<DeviceType>::check_min_distance_device()
+{
+  // The closest candidate pair, by a min-loc reduction; only a violation goes to the host.
+  auto x = atomKK->k_x.view<DeviceType>();
+  auto pair_image = d_pair_image, pair_i = d_pair_i, atom_of_node = d_atom_of_node;
+  using MinLoc = Kokkos::MinLoc<double, int>;
+  typename MinLoc::value_type closest;
+  Kokkos::parallel_reduce(
+      "edgeframe/kk::min_distance", Kokkos::RangePolicy<DeviceType>(0, m_n_pairs),
+      KOKKOS_LAMBDA(int p, typename MinLoc::value_type &best) {
+        const int i = atom_of_node(pair_i(p)), j = pair_image(p);
+        double r2 = 0.0;
+        for (int d = 0; d < 3; d++) r2 += (x(j, d) - x(i, d)) * (x(j, d) - x(i, d));
+        if (r2 < best.val) {
+          best.val = r2;
+          best.loc = p;
+        }
+      },
+      MinLoc(closest));
+  if (m_n_pairs == 0 || closest.val >= m_min_distance * m_min_distance) return;
+  auto h_pair_i = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(d_pair_i, closest.loc));
+  auto h_image = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(d_pair_image, closest.loc));
+  atomKK->sync(Host, TAG_MASK);
+  error->one(FLERR, "pair_style edgeframe: atoms {} and {} are {:.4g} A apart at step {}, closer than min_distance {:.4g} A",
+             atom->tag[h_atom_of_node(h_pair_i())], atom->tag[h_image()], std::sqrt(closest.val), update->ntimestep,
+             m_min_distance);
+}
+
+template <class DeviceType>
+void PairEdgeframeKokkos<DeviceType>::scatter_forces_device(const edgeframe::Result &result)
+{
+  auto forces = result.forces;
+  auto atom_of_node = d_atom_of_node;
+  // A non-finite force stops the run before anything is added to LAMMPS' forces.
+  int first_bad = m_n_nodes;
+  Kokkos::parallel_reduce(
+      "edgeframe/kk::first_nonfinite_force", Kokkos::RangePolicy<DeviceType>(0, m_n_nodes),
+      KOKKOS_LAMBDA(int k, int &bad) {
+        for (int d = 0; d < 3; d++)
+          if (!Kokkos::isfinite(forces(k, d)) && k < bad) bad = k;
+      },
+      Kokkos::Min<int>(first_bad));
+  if (first_bad < m_n_nodes) {
+    atomKK->sync(Host, TAG_MASK);
+    error->one(FLERR, "pair_style edgeframe: non-finite force on atom {} at step {}; stopping instead of integrating on",
+               atom->tag[h_atom_of_node(first_bad)], update->ntimestep);
+  }
+  auto f = atomKK->k_f.view<DeviceType>();
+  Kokkos::parallel_for(
+      "edgeframe/kk::add_forces", Kokkos::RangePolicy<DeviceType>(0, m_n_nodes), KOKKOS_LAMBDA(int k) {
+        const int i = atom_of_node(k);    // one node per atom: no two threads write one atom
+        for (int d = 0; d < 3; d++) f(i, d) += forces(k, d);
+      });
+  atomKK->modified(execution_space, F_MASK);
 }
 
 template <class DeviceType>
 void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
 {
-  PairEdgeframe::compute(eflag, vflag);
+  if (!m_device_path) {
+    atomKK->sync(Host, X_MASK | F_MASK | TYPE_MASK | TAG_MASK);
+    PairEdgeframe::compute(eflag, vflag);
+    atomKK->modified(Host, F_MASK);
+    return;
+  }
+  if constexpr (kSharesEngineMemory) {
+    // Per-atom energies and virials (rare: dump and compute steps) go through the host
+    // arrays that Pair allocates, exactly as in the plain style.
+    ev_init(eflag, vflag);
+    m_calls++;
+    atomKK->sync(execution_space, X_MASK | F_MASK | TYPE_MASK | TAG_MASK);
+
+    double t0 = platform::walltime();
+    if (m_need_node_map || neighbor->ago == 0) rebuild_device_graph();
+    if (m_n_nodes == 0) return;
+    gather_positions_and_shifts();
+    edgeframe::kk::PairList<Exec> pairs;
+    pairs.i = d_pair_i;
+    pairs.j = d_pair_j;
+    pairs.shift = d_shift;
+    pairs.half = false;
+    auto positions = Kokkos::subview(d_positions, std::make_pair(0, m_n_nodes), Kokkos::ALL);
+    call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe/kk (graph)", [&] {
+      m_graph = std::make_unique<edgeframe::AtomGraph>(
+          edgeframe::make_graph(pairs, positions, d_species, m_n_nodes, m_potential->config.r_cut));
+    });
+    check_min_distance_device();
+    double t1 = platform::walltime();
+    m_time_graph += t1 - t0;
+
+    edgeframe::What what;
+    what.forces = true;
+    what.energies = eflag_atom;
+    what.virial = vflag_global;
+    what.atom_virial = vflag_atom || cvflag_atom;
+    edgeframe::Result result;
+    call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe/kk",
+                [&] { result = m_evaluator->compute(*m_graph, positions, what); });
+    double t2 = platform::walltime();
+    m_time_engine += t2 - t1;
+
+    scatter_forces_device(result);
+    if (eflag_global) eng_vdwl += result.energy;
+    if (vflag_global)
+      for (int c = 0; c < 6; c++) virial[c] += result.virial[kVoigt[c]];
+    accumulate_per_atom(result, h_atom_of_node.data(), m_n_nodes, m_n_nodes);
+    m_time_copy += platform::walltime() - t2;
+  }
 }
 
 namespace LAMMPS_NS {

@@ -1,6 +1,13 @@
 /* -*- c++ -*- ----------------------------------------------------------
-   edgeframe/kk: the Kokkos variant of pair_style edgeframe. Positions, the
-   neighbour list and forces stay in the DeviceType memory space.
+   edgeframe/kk: the Kokkos variant of pair_style edgeframe.
+
+   Device-resident path (one MPI rank, periodic images folded onto their
+   owners): positions, LAMMPS' Kokkos neighbour list and forces stay in the
+   DeviceType memory space, which must be the engine's (Kokkos' default
+   execution space: the GPU on CUDA builds, the host threads otherwise).
+   Per step only scalars cross to the host (energy, virial, the two checks).
+   Several ranks (or fold_images no) run the host-data path of the plain
+   style until the per-layer exchange of issue #8 reaches /kk.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_PAIR_EDGEFRAME_KOKKOS_H
@@ -9,6 +16,12 @@
 #include "kokkos_type.h"
 #include "pair_edgeframe.h"
 
+#include "evaluator.hpp"
+#include "kernel_common.hpp"
+
+#include <Kokkos_Core.hpp>
+#include <type_traits>
+
 namespace LAMMPS_NS {
 
 template <class DeviceType>
@@ -16,12 +29,43 @@ class PairEdgeframeKokkos : public PairEdgeframe {
  public:
   using device_type = DeviceType;
   using AT = ArrayTypes<DeviceType>;
+  using Exec = Kokkos::DefaultExecutionSpace;    // the engine's execution space
+  // The device path hands LAMMPS' views to the engine without copies between memory spaces.
+  static constexpr bool kSharesEngineMemory =
+      std::is_same_v<typename DeviceType::memory_space, typename Exec::memory_space>;
 
   PairEdgeframeKokkos(class LAMMPS *);
   ~PairEdgeframeKokkos() override = default;
 
   void compute(int, int) override;
   void init_style() override;
+
+  // Public only because CUDA lambdas may not live in private or protected member functions.
+  void rebuild_device_graph();
+  void gather_positions_and_shifts();
+  void check_min_distance_device();
+  void scatter_forces_device(const edgeframe::Result &result);
+
+ private:
+  bool m_device_path = false;    // this run keeps atom data on DeviceType (see the file comment)
+  int m_n_nodes = 0, m_n_pairs = 0;
+
+  template <class T>
+  using View1 = edgeframe::kk::View1<T, Exec>;
+  using Vec3 = edgeframe::kk::Vec3View<double, Exec>;
+
+  // Rebuilt with the neighbour list: which local atoms are nodes and the candidate pairs
+  // (receiver node, sender node, the LAMMPS atom whose position is the sender's image).
+  View1<int> d_type_species;    // [ntypes+1] potential species per LAMMPS type, -1 for NULL
+  View1<int> d_node_of_atom;    // [nlocal] node index, -1 for NULL types
+  View1<int> d_atom_of_node;    // [nodes] LAMMPS local index
+  View1<int> d_species;         // [nodes]
+  View1<int> d_pair_i, d_pair_j;            // [pairs] node indices
+  View1<int> d_pair_image, d_pair_owner;    // [pairs] LAMMPS index of the image and of its owner
+  // Every step.
+  Vec3 d_positions;    // [nodes] Angstrom
+  Vec3 d_shift;        // [pairs] image offsets x[image] - x[owner], Angstrom
+  typename View1<int>::host_mirror_type h_atom_of_node;
 };
 
 }    // namespace LAMMPS_NS

@@ -14,6 +14,7 @@
 #include "errors.hpp"
 #include "forces.hpp"
 #include "ops.hpp"
+#include "runtime.hpp"
 #include "workspace.hpp"
 
 namespace edgeframe {
@@ -24,10 +25,11 @@ namespace F = torch::nn::functional;
 Precision parse_precision(const std::string& name) {
   if (name == "fp64") return Precision::fp64;
   if (name == "fp32") return Precision::fp32;
-  throw InputError("unknown precision '" + name + "' (valid: fp64, fp32)");
+  if (name == "tf32") return Precision::tf32;
+  throw InputError("unknown precision '" + name + "' (valid: fp64, fp32, tf32)");
 }
 
-std::string to_string(Precision p) { return p == Precision::fp64 ? "fp64" : "fp32"; }
+std::string to_string(Precision p) { return p == Precision::fp64 ? "fp64" : p == Precision::fp32 ? "fp32" : "tf32"; }
 
 AtomGraph make_graph(const kk::PairList<Exec>& pairs, kk::Vec3View<const double, Exec> positions,
                      kk::View1<const int, Exec> species, int n_local, double cutoff) {
@@ -44,6 +46,19 @@ AtomGraph make_graph(const kk::PairList<Exec>& pairs, kk::Vec3View<const double,
 }
 
 namespace {
+
+// cuBLAS TF32 for the GEMMs of one compute() call (tf32 mode), restored afterwards: the switch
+// is process-wide in torch and other code in the process (a second pair style) must not see it.
+class Tf32Scope {
+ public:
+  explicit Tf32Scope(bool on) : m_prev(at::globalContext().allowTF32CuBLAS()) { at::globalContext().setAllowTF32CuBLAS(on); }
+  ~Tf32Scope() { at::globalContext().setAllowTF32CuBLAS(m_prev); }
+  Tf32Scope(const Tf32Scope&) = delete;
+  Tf32Scope& operator=(const Tf32Scope&) = delete;
+
+ private:
+  bool m_prev;
+};
 
 struct LayerWeights {
   Tensor norm_scale;                 // [L+1, C]
@@ -71,6 +86,9 @@ struct Evaluator::Impl {
         dtype(opt.precision == Precision::fp64 ? torch::kFloat64 : torch::kFloat32),
         workspace(opt.poison_scratch || std::getenv("EDGEFRAME_POISON_SCRATCH") != nullptr) {
     if (cfg.lmax > kk::kMaxL) throw InputError("potential " + pot.path + ": lmax exceeds the compiled maximum");
+    if (precision == Precision::tf32 && !tf32_available())
+      throw InputError("precision tf32 needs the CUDA engine; this build (" + build_info().execution_space +
+                       ") supports fp64 and fp32");
     // Stored values widened to double exactly, then cast once to the compute dtype.
     auto w = [&](const std::string& name) {
       const TensorData& t = pot.tensor(name);
@@ -272,6 +290,7 @@ Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exe
   if (what.roll.extent(0) != 0 && what.roll.extent(0) != std::size_t(E))
     throw InputError("Evaluator::compute: roll must have one angle per edge");
   torch::InferenceMode inference_off(false);  // we need autograd even if a caller disabled it
+  const Tf32Scope tf32(m.precision == Precision::tf32);
   Workspace& ws = m.workspace;
   const Exec exec = bridge::exec_instance();
 

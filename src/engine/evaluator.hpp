@@ -21,8 +21,10 @@ namespace edgeframe {
 
 using Exec = Kokkos::DefaultExecutionSpace;
 
-enum class Precision { fp64, fp32 };
-Precision parse_precision(const std::string& name);  // "fp64" | "fp32"; throws InputError
+// fp64 | fp32 | tf32: fp32 storage and kernels with TF32 tensor-core GEMMs (CUDA builds only;
+// the Evaluator refuses it elsewhere, see tf32_available() in runtime.hpp).
+enum class Precision { fp64, fp32, tf32 };
+Precision parse_precision(const std::string& name);  // "fp64" | "fp32" | "tf32"; throws InputError
 std::string to_string(Precision p);
 
 // Built once per neighbour-list rebuild (make_graph).

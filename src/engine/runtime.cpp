@@ -28,4 +28,12 @@ bool ensure_kokkos_initialized() {
   return true;
 }
 
+bool tf32_available() {
+#ifdef KOKKOS_ENABLE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
 }  // namespace edgeframe

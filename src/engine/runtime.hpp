@@ -21,4 +21,7 @@ BuildInfo build_info();
 // test main owns the end of the process.
 bool ensure_kokkos_initialized();
 
+// True on CUDA builds: Precision::tf32 (TF32 tensor-core GEMMs) exists only there.
+bool tf32_available();
+
 }  // namespace edgeframe

@@ -164,11 +164,12 @@ void PairEdgeframe::check_run_preconditions()
   if (!m_potential) error->all(FLERR, "pair_style edgeframe: no pair_coeff given (pair_coeff * * <file> <elements>)");
 }
 
-void PairEdgeframe::init_style()
+void PairEdgeframe::init_engine()
 {
   check_run_preconditions();
-  if (m_precision == "tf32")
-    error->all(FLERR, "pair_style edgeframe: precision tf32 needs the CUDA engine (issue #7); this build supports fp64 and fp32");
+  if (m_precision == "tf32" && !edgeframe::tf32_available())
+    error->all(FLERR, "pair_style edgeframe: precision tf32 needs the CUDA engine; this build ({}) supports fp64 and fp32",
+               edgeframe::build_info().execution_space);
 
   if (!m_evaluator) {
     call_engine(error, Scope::ALL, FLERR, "pair_style edgeframe", [&] {
@@ -177,6 +178,17 @@ void PairEdgeframe::init_style()
       m_evaluator = std::make_unique<edgeframe::Evaluator>(*m_potential, options);
     });
   }
+  m_graph.reset();
+  m_need_node_map = true;    // rebuild the node map at the first compute
+  m_time_graph = m_time_engine = m_time_copy = 0.0;    // the end-of-run split is per run
+  m_calls = 0;
+  if (comm->me == 0 && !m_model_block_printed) print_model_block();
+  m_model_block_printed = true;    // once per pair_coeff, not at every run
+}
+
+void PairEdgeframe::init_style()
+{
+  init_engine();
   // One rank: every ghost is a periodic image of an owned atom and carries its owner's
   // features, so the graph folds images onto owners and needs no ghost shell. Several ranks:
   // ghost shell of T r_cut + skin (exact; issue #8 replaces it with per-layer exchange).
@@ -195,12 +207,6 @@ void PairEdgeframe::init_style()
       utils::logmesg(lmp, "edgeframe: ghost cutoff set to {:.4g} A = {} layers x {:.4g} A + skin {:.4g} A\n", shell,
                      cfg.layers, cfg.r_cut, neighbor->skin);
   }
-  m_graph.reset();
-  m_need_node_map = true;    // rebuild the node map at the first compute
-  m_time_graph = m_time_engine = m_time_copy = 0.0;    // the end-of-run split is per run
-  m_calls = 0;
-  if (comm->me == 0 && !m_model_block_printed) print_model_block();
-  m_model_block_printed = true;    // once per pair_coeff, not at every run
 }
 
 double PairEdgeframe::init_one(int i, int j)
@@ -379,22 +385,28 @@ void PairEdgeframe::compute(int eflag, int vflag)
   if (eflag_global) eng_vdwl += result.energy;
   if (vflag_global)
     for (int c = 0; c < 6; c++) virial[c] += result.virial[kVoigt[c]];
+  accumulate_per_atom(result, m_nodes.atom_of_node.data(), n, m_nodes.n_local);
+  m_time_copy += platform::walltime() - t2;
+}
+
+void PairEdgeframe::accumulate_per_atom(const edgeframe::Result &result, const int *atom_of_node, int n_nodes,
+                                        int n_local)
+{
   if (eflag_atom) {
     auto e_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), result.energies);
-    for (int k = 0; k < m_nodes.n_local; k++) eatom[m_nodes.atom_of_node[k]] += e_h(k);
+    for (int k = 0; k < n_local; k++) eatom[atom_of_node[k]] += e_h(k);
   }
   if (vflag_atom || cvflag_atom) {
     // Ghost entries are folded back onto their owners by compute stress/atom (newton on).
     auto w_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), result.atom_virial);
-    for (int k = 0; k < n; k++) {
-      const int i = m_nodes.atom_of_node[k];
+    for (int k = 0; k < n_nodes; k++) {
+      const int i = atom_of_node[k];
       if (vflag_atom)
         for (int c = 0; c < 6; c++) vatom[i][c] += w_h(k, kVoigt[c]);
       if (cvflag_atom)
         for (int c = 0; c < 9; c++) cvatom[i][c] += w_h(k, kCentroid[c]);
     }
   }
-  m_time_copy += platform::walltime() - t2;
 }
 
 void PairEdgeframe::finish()

@@ -20,6 +20,7 @@ namespace edgeframe {
 class Evaluator;
 struct Potential;
 struct AtomGraph;
+struct Result;
 }    // namespace edgeframe
 
 namespace LAMMPS_NS {
@@ -58,6 +59,9 @@ class PairEdgeframe : public Pair {
 
   void allocate();
   void check_run_preconditions();
+  void init_engine();    // preconditions, evaluator, model block, per-run timers
+  // Per-atom energy and virial (6 and centroid 9) of engine nodes onto LAMMPS atoms.
+  void accumulate_per_atom(const edgeframe::Result &result, const int *atom_of_node, int n_nodes, int n_local);
   void print_model_block();
   void rebuild_graph();
   void check_min_distance();

@@ -1,4 +1,6 @@
-// Execution spaces the kernel tests are typed over: every host backend this Kokkos has.
+// Execution spaces the kernel tests are typed over: every backend this Kokkos has. On a CUDA
+// build the kernels run on the GPU against the same plain-loop host references (the
+// device-vs-host tests of issue #7).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,6 +10,9 @@
 namespace edgeframe::test {
 
 using ExecSpaces = ::testing::Types<
+#ifdef KOKKOS_ENABLE_CUDA
+    Kokkos::Cuda,
+#endif
 #ifdef KOKKOS_ENABLE_OPENMP
     Kokkos::OpenMP,
 #endif

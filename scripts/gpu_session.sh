@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# What one call on the GPU machine runs (issue #7), from the repository root there:
+#
+#   OUT=$OUT scripts/gpu_session.sh build test gate      (any subset, in this order)
+#
+# build: unpack the carried dependency build (.device/deps-gpu.tar.xz: Kokkos 5.0.2 CUDA
+#        HOPPER90 + LAMMPS KOKKOS CUDA, made on that machine by `scripts/bootstrap.sh --gpu`)
+#        and the trimmed LAMMPS source, then build edgeframe (engine, plugin, tests, bench) into
+#        build-gpu with all cores; pack the build into $OUT/build-gpu.tar.xz so that a later
+#        call can carry it (.device/build-gpu.tar.xz) instead of compiling again.
+# test:  the GoogleTest units on the GPU (every kernel typed over Kokkos::Cuda and Serial,
+#        the evaluator against the goldens) and the LAMMPS-level tests with the CUDA plugin
+#        (the plain style runs the engine on the GPU; /kk with -k on g 1 -sf kk).
+# gate:  tools/gate.py (GATE_ARGS, GATE_BUDGET) into $OUT/gate.
+# Logs go to $OUT/*.log. The machine has no network: everything comes from .device/.
+set -uo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+OUT=${OUT:?set OUT to the folder whose files come back}
+prefix=${EDGEFRAME_DEPS:-/opt/edgeframe-deps}
+build=$repo/build-gpu
+export EDGEFRAME_PYTHON=${EDGEFRAME_PYTHON:-python3} TORCH_CUDA_ARCH_LIST=9.0 PYTHONUNBUFFERED=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+status=0
+
+deps() {
+  if [[ ! -f $prefix/stamps/lammps-20260704-cuda-hopper90 ]]; then
+    mkdir -p "$prefix" && tar xJf .device/deps-gpu.tar.xz -C "$prefix" || return 1
+    rm -f "$prefix/stamps/lammps-20260704-src"    # the tarball holds the build, not the source
+  fi
+  EDGEFRAME_TARBALLS=$repo/.device scripts/bootstrap.sh --gpu > /tmp/bootstrap.log 2>&1 \
+    || { tail -20 /tmp/bootstrap.log; return 1; }
+  # shellcheck disable=SC1090
+  source "$(scripts/bootstrap.sh --gpu --print-env)"
+  export PATH=/usr/local/cuda/bin:$PATH
+}
+
+do_build() {
+  if [[ -f .device/build-gpu.tar.xz && ! -d $build ]]; then
+    echo "== build: unpacking the carried .device/build-gpu.tar.xz"
+    tar xJf .device/build-gpu.tar.xz && return 0
+  fi
+  echo "== build: configure + compile ($(nproc) cores)"
+  local t0=$SECONDS
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$Kokkos_ROOT/bin/nvcc_wrapper" \
+    > "$OUT/build.log" 2>&1 && cmake --build "$build" -j "$(nproc)" >> "$OUT/build.log" 2>&1 \
+    || { grep -E "error|Error" "$OUT/build.log" | head -30; tail -15 "$OUT/build.log"; return 1; }
+  echo "   built in $((SECONDS - t0)) s"
+  grep -A12 "edgeframe .* configuration" "$OUT/build.log"
+  tar cJf "$OUT/build-gpu.tar.xz" build-gpu/src/engine/*.so* build-gpu/src/lammps/edgeframeplugin.so \
+    build-gpu/bench/edgeframe_bench build-gpu/tests/edgeframe_unit_tests 2>/dev/null
+  ls -la "$OUT/build-gpu.tar.xz"
+}
+
+do_test() {
+  echo "== test: GoogleTest units on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+  local t0=$SECONDS
+  (cd "$build" && ./tests/edgeframe_unit_tests --gtest_brief=1) > "$OUT/unit-gpu.log" 2>&1 || status=1
+  tail -5 "$OUT/unit-gpu.log"; echo "   $((SECONDS - t0)) s"
+  echo "== test: LAMMPS-level tests, CUDA plugin (plain style on the GPU; /kk with -k on g 1 -sf kk)"
+  t0=$SECONDS
+  EDGEFRAME_KOKKOS_ARGS="-k on g 1 -sf kk" timeout "${LAMMPS_TEST_TIMEOUT:-300}" "$EDGEFRAME_PYTHON" -m pytest -q \
+    -p no:cacheprovider tests/lammps --lmp "$(command -v lmp)" --plugin "$build/src/lammps/edgeframeplugin.so" \
+    ${LAMMPS_TEST_ARGS:-} > "$OUT/lammps-gpu.log" 2>&1 || status=1
+  tail -8 "$OUT/lammps-gpu.log"; echo "   $((SECONDS - t0)) s"
+}
+
+do_gate() {
+  echo "== gate: tools/gate.py"
+  # shellcheck disable=SC2086
+  "$EDGEFRAME_PYTHON" tools/gate.py --bench "$build/bench/edgeframe_bench" --lmp "$(command -v lmp)" \
+    --plugin "$build/src/lammps/edgeframeplugin.so" --out "$OUT/gate" --budget "${GATE_BUDGET:-300}" \
+    ${GATE_ARGS:-} 2>&1 | tee "$OUT/gate.log" || status=1
+}
+
+deps || exit 1
+for step in "$@"; do
+  case $step in
+    build) do_build || exit 1 ;;
+    test) do_test ;;
+    gate) do_gate ;;
+    *) echo "gpu_session: unknown step '$step' (valid: build test gate)"; exit 2 ;;
+  esac
+done
+exit $status

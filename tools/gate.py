@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""Multi-scale gate (issue #7): PyTorch reference (eager, torch.compile), the edgeframe engine
+(fp32, tf32) and edgeframe inside LAMMPS, side by side in ONE run on one GPU.
+
+    python3 tools/gate.py --bench build-gpu/bench/edgeframe_bench --lmp lmp \
+        --plugin build-gpu/src/lammps/edgeframeplugin.so --out gate-out --budget 420
+
+For every case (system, target size, shape), in priority order until --budget seconds have
+passed: build the rattled box and a random full-size model (tools/bench_reference.py's
+recipe, seeds fixed), write the model as a potential file and the neighbour list as a case
+file, compute fp64 reference forces (edge-chunked, so that large cases fit), then time each
+column in a fresh process: reference eager and compile (tools/bench_reference.py's worker),
+engine (bench/edgeframe_bench --case), LAMMPS (`-k on g 1 -sf kk`, Loop time of a short NVE
+run). Every column reports the median step time, atom-steps/s, ns/day at 1 fs, peak memory
+and, for the engine, max |F - F_ref(fp64)|. Results go to OUT/gate.json (rewritten after
+every column, so a run cut short keeps what it measured) and OUT/gate.md.
+"""
+
+import argparse
+import json
+import pathlib
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import bench_reference  # noqa: E402  (the reference worker and its case recipe)
+
+# Priority order: the issue's named targets first, then the size sweep.
+DEFAULT_CASES = [
+    ("diamond", 512, "L2"), ("bcc", 4394, "L3"), ("diamond", 2000, "L2"), ("diamond", 4400, "L2"),
+    ("diamond", 4096, "L3"), ("bcc", 512, "L3"), ("bcc", 2000, "L3"), ("diamond", 32000, "L2"),
+]
+
+
+def build_case(system, size, shape, workdir):
+    """Potential file, case file, LAMMPS data file and fp64 reference forces of one case."""
+    import torch
+    from edgeframe_ref.neighbors import edge_vectors, neighbor_list
+    from edgeframe_ref.potential_io import write_potential
+    from edgeframe_ref.random_init import make_config, random_model
+    from edgeframe_ref.structures import bcc, diamond, rattle, replicas_for
+
+    reps = replicas_for(size, bench_reference.SYSTEMS[system])
+    atoms = diamond(reps) if system == "diamond" else bcc(reps)
+    atoms = rattle(atoms, 0.02, seed=1)
+    model = random_model(make_config(shape), seed=0, dtype=torch.float64, device="cpu")
+    tag = f"{system}-{size}-{shape}"
+    pot = workdir / f"{tag}.safetensors"
+    write_potential(pot, model, dtype="float64", trained_precision="float64",
+                    provenance={"data": "random weights (tools/gate.py)"})
+    i, j, shift = neighbor_list(atoms.positions, atoms.cell, atoms.pbc, model.cfg.r_cut)
+    cell = np.asarray(atoms.cell, dtype=np.float64)
+    pos = np.asarray(atoms.positions, dtype=np.float64)
+    species = np.array([model.cfg.species.index(s) for s in atoms.symbols], dtype=np.int32)
+    shift_cart = shift.numpy().astype(np.float64) @ cell
+    case = workdir / f"{tag}.case"
+    with open(case, "wb") as fh:
+        fh.write(b"EFCASE1\0" + struct.pack("<qq", len(pos), len(i)))
+        fh.write(pos.astype("<f8").tobytes())
+        fh.write(species.astype("<i4").tobytes())
+        fh.write(i.numpy().astype("<i4").tobytes())
+        fh.write(j.numpy().astype("<i4").tobytes())
+        fh.write(shift_cart.astype("<f8").tobytes())
+    # LAMMPS data file: the same atoms, one type per element of the model.
+    data = workdir / f"{tag}.data"
+    a, b, c = cell
+    if abs(a[1]) + abs(a[2]) + abs(b[2]) > 1e-12:
+        raise ValueError("gate boxes are built with lower-triangular cells")
+    lines = [f"edgeframe gate {tag}", "", f"{len(pos)} atoms", f"{len(model.cfg.species)} atom types", "",
+             f"0 {a[0]:.12f} xlo xhi", f"0 {b[1]:.12f} ylo yhi", f"0 {c[2]:.12f} zlo zhi",
+             "", "Masses", ""]
+    if abs(b[0]) + abs(c[0]) + abs(c[1]) > 1e-12:
+        lines.insert(8, f"{b[0]:.12f} {c[0]:.12f} {c[1]:.12f} xy xz yz")
+    lines += [f"{t + 1} {12.011 if s == 'C' else 63.546}" for t, s in enumerate(model.cfg.species)]
+    lines += ["", "Atoms # atomic", ""]
+    lines += [f"{k + 1} {species[k] + 1} {p[0]:.12f} {p[1]:.12f} {p[2]:.12f}" for k, p in enumerate(pos)]
+    data.write_text("\n".join(lines) + "\n")
+    # fp64 reference forces on the GPU, edge-chunked (checkpointed) so that L3 cases fit.
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = model.to(dev)
+    model.requires_grad_(False)
+    model.edge_chunk = 200_000
+    pos_t = torch.as_tensor(pos, device=dev)
+    vec = edge_vectors(pos_t, cell, i.to(dev), j.to(dev), shift.to(dev)).requires_grad_(True)
+    energies = model(torch.as_tensor(species, dtype=torch.int64, device=dev), i.to(dev), j.to(dev), vec)
+    (g,) = torch.autograd.grad(energies.sum(), vec)
+    f = torch.zeros_like(pos_t).index_add_(0, i.to(dev), g).index_add_(0, j.to(dev), -g)
+    ref = dict(energy=float(energies.detach().sum()), forces=f.cpu().numpy())
+    elements = list(model.cfg.species)
+    del model, vec, energies, g, f
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+    return dict(tag=tag, potential=pot, case=case, data=data, n_atoms=len(pos), n_edges=int(len(i)),
+                elements=elements, ref=ref)
+
+
+def run_engine(args, c, precision):
+    forces = c["case"].with_suffix(f".{precision}.forces")
+    cmd = [args.bench, "--case", str(c["case"]), "--potential", str(c["potential"]), "--precision", precision,
+           "--reps", str(args.repeats), "--warmup", str(args.warmup), "--forces-out", str(forces)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.case_timeout)
+    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    if line is None:
+        return dict(error=f"exit {p.returncode}: {(p.stderr.strip().splitlines() or ['no output'])[-1][:300]}")
+    r = json.loads(line[7:])
+    if "error" in r:
+        return r
+    f = np.fromfile(forces, dtype="<f8").reshape(-1, 3)
+    ref = c["ref"]["forces"]
+    r["max_force_err"] = float(np.abs(f - ref).max())
+    r["max_force_err_rel"] = r["max_force_err"] / float(np.abs(ref).max())
+    r["energy_err"] = abs(r["energy"] - c["ref"]["energy"])
+    return r
+
+
+def run_lammps(args, c, precision, steps=50):
+    species = c["elements"]
+    inp = c["data"].with_suffix(".in")
+    inp.write_text("\n".join([
+        "units metal", "atom_style atomic", "atom_modify map array", "boundary p p p",
+        f"read_data {c['data']}", f"plugin load {args.plugin}",
+        f"pair_style edgeframe precision {precision}", f"pair_coeff * * {c['potential']} {' '.join(species)}",
+        "velocity all create 300 11 loop geom", "fix 1 all nve", "timestep 0.001", "thermo 50",
+        "run 10", f"run {steps}", ""]))
+    cmd = [args.lmp, "-k", "on", "g", "1", "-sf", "kk", "-pk", "kokkos", "neigh", "full", "newton", "on",
+           "-in", str(inp), "-log", str(inp.with_suffix(".log")), "-screen", "none"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.case_timeout)
+    log = inp.with_suffix(".log").read_text() if inp.with_suffix(".log").exists() else ""
+    loops = re.findall(r"Loop time of ([0-9.eE+-]+) on \d+ procs for (\d+) steps", log)
+    if p.returncode != 0 or len(loops) < 2:
+        err = [ln for ln in (log + p.stderr).splitlines() if "ERROR" in ln or "rror" in ln]
+        return dict(error=f"exit {p.returncode}: {(err or ['no Loop time in the log'])[-1][:300]}")
+    t, n = float(loops[-1][0]), int(loops[-1][1])
+    return dict(median_s=t / n, times_s=[t / n], steps=n, note="mean over the timed run (Loop time / steps)")
+
+
+def finish_row(r, n_atoms):
+    if r.get("median_s"):
+        r["atom_steps_per_s"] = n_atoms / r["median_s"]
+        r["ns_per_day"] = 86400.0 / r["median_s"] * 1e-6   # 1 fs steps: 1e6 steps per ns
+    return r
+
+
+def markdown(results):
+    out = ["| case | atoms | edges | column | median ms | atom-steps/s | ns/day (1 fs) | peak MiB | max abs dF eV/A (rel) |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        head = f"| {r['tag']} | {r['n_atoms']} | {r['n_edges']} | {r['column']} |"
+        if r.get("error"):
+            out.append(f"{head} failed: {r['error'][:100]} | | | | |")
+            continue
+        peak = f"{r['peak_bytes'] / 2 ** 20:.0f}" if r.get("peak_bytes") else "-"
+        err = (f"{r['max_force_err']:.1e} ({r['max_force_err_rel']:.1e})" if "max_force_err" in r else "-")
+        out.append(f"{head} {1e3 * r['median_s']:.2f} | {r['atom_steps_per_s']:.3g} | {r['ns_per_day']:.3g} | "
+                   f"{peak} | {err} |")
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bench", required=True, help="bench/edgeframe_bench of a CUDA build")
+    ap.add_argument("--lmp", default="", help="lmp with KOKKOS CUDA (empty: no LAMMPS column)")
+    ap.add_argument("--plugin", default="", help="edgeframeplugin.so built for that lmp")
+    ap.add_argument("--cases", default="", help="system:size:shape,... (default: the issue's list)")
+    ap.add_argument("--columns", default="eager,compile,engine-fp32,engine-tf32,lammps-fp32")
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--budget", type=float, default=420, help="stop starting new columns after this (s)")
+    ap.add_argument("--case-timeout", type=float, default=240)
+    ap.add_argument("--out", type=pathlib.Path, default=pathlib.Path("gate-out"))
+    args = ap.parse_args()
+    import torch
+    cases = ([tuple(x.split(":")) for x in args.cases.split(",")] if args.cases else DEFAULT_CASES)
+    cases = [(s, int(n), sh) for s, n, sh in cases]
+    args.out.mkdir(parents=True, exist_ok=True)
+    env = dict(torch=torch.__version__, gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+               command=" ".join(sys.argv), started=time.strftime("%Y-%m-%d %H:%M:%S"))
+    results, t_start = [], time.monotonic()
+    work = pathlib.Path(tempfile.mkdtemp(prefix="gate-"))
+
+    def save():
+        (args.out / "gate.json").write_text(json.dumps(dict(env=env, results=results), indent=1))
+        (args.out / "gate.md").write_text(markdown(results) + "\n")
+
+    for system, size, shape in cases:
+        if time.monotonic() - t_start > args.budget:
+            print(f"gate: budget of {args.budget:.0f} s spent; stopping before {system} {size} {shape}", flush=True)
+            break
+        t0 = time.monotonic()
+        try:
+            c = build_case(system, size, shape, work)
+        except Exception as err:   # e.g. the fp64 reference does not fit
+            results.append(dict(tag=f"{system}-{size}-{shape}", n_atoms=size, n_edges=0, column="setup",
+                                error=f"{type(err).__name__}: {err}"[:300]))
+            save()
+            continue
+        print(f"gate: {c['tag']}: {c['n_atoms']} atoms, {c['n_edges']} edges, set up in "
+              f"{time.monotonic() - t0:.1f} s", flush=True)
+        for col in args.columns.split(","):
+            if time.monotonic() - t_start > args.budget:
+                break
+            t0 = time.monotonic()
+            try:
+                if col in ("eager", "compile"):
+                    case = dict(system=system, size=size, shape=shape, mode=col, device="cuda", dtype="float32",
+                                repeats=args.repeats, warmup=args.warmup, threads=0, edge_chunk=0, max_memory_gb=0)
+                    r = bench_reference.run_worker(case, args.case_timeout)
+                    r = {k: r[k] for k in ("median_s", "times_s", "peak_bytes", "first_call_s", "error") if k in r}
+                elif col.startswith("engine-"):
+                    r = run_engine(args, c, col.split("-", 1)[1])
+                elif col.startswith("lammps-") and args.lmp:
+                    r = run_lammps(args, c, col.split("-", 1)[1])
+                else:
+                    continue
+            except subprocess.TimeoutExpired:
+                r = dict(error=f"timed out after {args.case_timeout:.0f} s")
+            r = finish_row(dict(r, tag=c["tag"], n_atoms=c["n_atoms"], n_edges=c["n_edges"], column=col),
+                           c["n_atoms"])
+            results.append(r)
+            save()
+            what = r.get("error") or f"{1e3 * r['median_s']:.2f} ms/step"
+            print(f"gate:   {col:12s} {what}  ({time.monotonic() - t0:.0f} s)", flush=True)
+    save()
+    print(markdown(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
