@@ -2,6 +2,8 @@
 // relation D(R) Y(v) = Y(R v), orthogonality, and central differences for d band / d r.
 #include <gtest/gtest.h>
 
+#include <type_traits>
+
 #include <Kokkos_Core.hpp>
 #include <cmath>
 #include <random>
@@ -186,7 +188,15 @@ TYPED_TEST(WignerBandTest, BackwardContractsTheDerivative) {
     for (int k = 0; k < 3; ++k) {
       double ref = 0;
       for (int i = 0; i < bs; ++i) ref += hgb(e, i) * b.dband(e, i, k);
-      EXPECT_EQ(hgv(e, k), ref);  // same products, same order
+      if constexpr (std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>) {
+        EXPECT_EQ(hgv(e, k), ref);  // same products, same order
+      } else {
+        // Same products and order, but nvcc contracts a*b + c into one FMA (one rounding
+        // instead of two): last-bit differences, measured 4e-16 relative on the H200.
+        double terms = 0;
+        for (int i = 0; i < bs; ++i) terms += std::abs(hgb(e, i) * b.dband(e, i, k));
+        EXPECT_NEAR(hgv(e, k), ref, 1e-15 * bs * terms);
+      }
     }
 }
 
