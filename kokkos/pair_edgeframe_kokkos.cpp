@@ -73,7 +73,9 @@ void PairEdgeframeKokkos<DeviceType>::init_style()
                      kSharesEngineMemory ? "several ranks (or fold_images no)" : "host instantiation of a device build");
     return;
   }
-  init_engine();
+  // newton off is fine here (LAMMPS-KOKKOS on GPUs defaults to it with full lists): the folded
+  // graph puts every force on an owned atom, so nothing needs reverse communication.
+  init_engine(false);
   m_folded = true;
   if (atom->map_style == Atom::MAP_NONE)
     error->all(FLERR, "pair_style edgeframe/kk requires an atom map to fold periodic images onto their owners: "

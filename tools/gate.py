@@ -130,7 +130,7 @@ def run_lammps(args, c, precision, steps=50):
         f"pair_style edgeframe precision {precision}", f"pair_coeff * * {c['potential']} {' '.join(species)}",
         "velocity all create 300 11 loop geom", "fix 1 all nve", "timestep 0.001", "thermo 50",
         "run 10", f"run {steps}", ""]))
-    cmd = [args.lmp, "-k", "on", "g", "1", "-sf", "kk", "-pk", "kokkos", "neigh", "full", "newton", "on",
+    cmd = [args.lmp, "-k", "on", "g", "1", "-sf", "kk", "-pk", "kokkos", "neigh", "full", "newton", "off",
            "-in", str(inp), "-log", str(inp.with_suffix(".log")), "-screen", "none"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.case_timeout)
     log = inp.with_suffix(".log").read_text() if inp.with_suffix(".log").exists() else ""

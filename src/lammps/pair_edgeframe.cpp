@@ -154,19 +154,19 @@ void PairEdgeframe::coeff(int narg, char **arg)
   m_graph.reset();
 }
 
-void PairEdgeframe::check_run_preconditions()
+void PairEdgeframe::check_run_preconditions(bool need_newton)
 {
   if (strcmp(update->unit_style, "metal") != 0)
     error->all(FLERR, "pair_style edgeframe requires 'units metal' (got units {})", update->unit_style);
-  if (force->newton_pair == 0)
+  if (need_newton && force->newton_pair == 0)
     error->all(FLERR, "pair_style edgeframe requires 'newton on' (newton pair is off)");
   if (atom->tag_enable == 0) error->all(FLERR, "pair_style edgeframe requires atom IDs");
   if (!m_potential) error->all(FLERR, "pair_style edgeframe: no pair_coeff given (pair_coeff * * <file> <elements>)");
 }
 
-void PairEdgeframe::init_engine()
+void PairEdgeframe::init_engine(bool need_newton)
 {
-  check_run_preconditions();
+  check_run_preconditions(need_newton);
   if (m_precision == "tf32" && !edgeframe::tf32_available())
     error->all(FLERR, "pair_style edgeframe: precision tf32 needs the CUDA engine; this build ({}) supports fp64 and fp32",
                edgeframe::build_info().execution_space);

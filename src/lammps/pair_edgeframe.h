@@ -58,8 +58,10 @@ class PairEdgeframe : public Pair {
   bool m_model_block_printed = false;
 
   void allocate();
-  void check_run_preconditions();
-  void init_engine();    // preconditions, evaluator, model block, per-run timers
+  // need_newton: forces land on ghost atoms and must be reverse-communicated (every path but
+  // the device path of /kk, whose folded graph puts every force on an owned atom).
+  void check_run_preconditions(bool need_newton);
+  void init_engine(bool need_newton = true);    // preconditions, evaluator, model block, per-run timers
   // Per-atom energy and virial (6 and centroid 9) of engine nodes onto LAMMPS atoms.
   void accumulate_per_atom(const edgeframe::Result &result, const int *atom_of_node, int n_nodes, int n_local);
   void print_model_block();

@@ -116,15 +116,19 @@ def test_mpi_ranks_match_reference(lammps, tmp_path, small_model, name, nprocs, 
 KOKKOS_ARGS = tuple(os.environ.get("EDGEFRAME_KOKKOS_ARGS", "-k on t 1 -sf kk").split())
 
 
-@pytest.mark.parametrize("name,nprocs", [("diamond64", 1), ("bcc_cu54", 1), ("triclinic_ccu16", 1), ("cluster", 1),
-                                         ("triclinic_ccu16", 2)])
-def test_kokkos_style_matches_reference(lammps, tmp_path, small_model, name, nprocs):
+@pytest.mark.parametrize("name,nprocs,package", [
+    ("diamond64", 1, ""), ("bcc_cu54", 1, ""), ("triclinic_ccu16", 1, ""), ("cluster", 1, ""),
+    ("bcc_cu54", 1, "newton off neigh full"),        # LAMMPS-KOKKOS' defaults on a GPU
+    ("triclinic_ccu16", 2, "newton on neigh half")])
+def test_kokkos_style_matches_reference(lammps, tmp_path, small_model, name, nprocs, package):
     # One rank: the device-resident path (positions, Kokkos neighbour list and forces stay in
-    # the Kokkos device memory space; images folded through the device atom map). Two ranks:
-    # the host-staged path of the plain style.
+    # the Kokkos device memory space; images folded through the device atom map), which puts
+    # every force on an owned atom and so also runs with newton off. Two ranks: the
+    # host-staged path of the plain style, which moves forces onto ghosts (newton on).
     model, path = small_model
     atoms, boundary = structure(name)
-    q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs, args=KOKKOS_ARGS)
+    args = KOKKOS_ARGS + (("-pk", "kokkos", *package.split()) if package else ())
+    q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs, args=args)
     assert "pair edgeframe/kk" in output
     assert ("edgeframe/kk: device-resident path" in output) == (nprocs == 1), output[-2000:]
     ref, forces, virial, atom_virial = expected(model, atoms, q)
