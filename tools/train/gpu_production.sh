@@ -60,8 +60,11 @@ for r in $RUNS; do
 done
 
 running() { for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
+last=$(date +%s)
 while running; do
-  sleep "$PROGRESS" & wait $!
+  sleep 1
+  [ $(( $(date +%s) - last )) -lt "$PROGRESS" ] && continue
+  last=$(date +%s)
   gpu=$(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader 2>/dev/null | head -1)
   for r in $RUNS; do
     line=$(grep -E "^\[[A-Za-z]+\] (epoch|TEST|early|time|stopped|SIG)|Error|error" "$WORK/$r.log" 2>/dev/null | tail -n 1)

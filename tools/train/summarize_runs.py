@@ -47,7 +47,7 @@ def main(dirs):
         print(f"   {shape}")
         print(f"   {t['device']} batch {t['batch']} lr {t['lr']} epochs {t['epochs']} "
               f"(best {t['best_epoch']}) steps {t['steps']} in {t['train_seconds']} s "
-              f"({sps:.3f} s/step); {t['stop']}; wall {m.get('wall_seconds')} s")
+              f"({sps:.3f} s/step incl. validation); {t['stop']}; wall {m.get('wall_seconds')} s")
         if hist:
             first, last = hist[0]["val"], hist[-1]["val"]
             print(f"   val E {first['energy_rmse_meV_atom']:.1f} -> {last['energy_rmse_meV_atom']:.2f}"
