@@ -46,7 +46,7 @@ def md_input(args, model, temp, a):
             f"timestep {args.dt}\n"
             f"fix nvt all nvt temp {temp} {temp} {100 * args.dt}\n"
             f"thermo_style custom step time temp pe etotal ecouple econserve press\n"
-            f"thermo_modify format float %.10g norm no\n"
+            f"thermo_modify format float %.10g norm no flush yes\n"
             f"thermo {th}\n"
             f"dump d all custom {dump} dump.txt id x y z\n"
             f"dump_modify d sort id format float %.8g\n"
