@@ -29,6 +29,7 @@ import datetime
 import json
 import math
 import pathlib
+import signal
 import sys
 import time
 
@@ -322,6 +323,21 @@ def main(argv=None):
         frac = min(1.0, (s - warmup) / max(1, planned * steps_per_epoch - warmup))
         return args.lr_min + 0.5 * (args.lr - args.lr_min) * (1 + math.cos(math.pi * frac))
 
+    # SIGINT / SIGTERM (e.g. `timeout -s INT`): finish the current step, validate, then write
+    # the potential from the best EMA weights as after a normal end; a second signal aborts.
+    stop = {"signal": None}
+
+    def on_signal(signum, _frame):
+        if stop["signal"] is not None:
+            raise KeyboardInterrupt
+        stop["signal"] = signal.Signals(signum).name
+        print(f"[{args.element}] {stop['signal']}: stopping after this step", flush=True)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+
+    def out_of_time():
+        return args.time_budget > 0 and time.time() - train_start > 1.05 * args.time_budget
+
     from tqdm import tqdm
     bar = tqdm(total=planned, desc=f"{args.element} epochs", unit="ep", disable=None,
                dynamic_ncols=True)
@@ -348,12 +364,16 @@ def main(argv=None):
                 for pe, pm in zip(ema.parameters(), model.parameters()):
                     pe.mul_(d).add_(pm.detach(), alpha=1 - d)
             running += float(loss.detach())
+            if stop["signal"] is not None or out_of_time():
+                break                                   # partial epoch: still validated below
+        steps_done = k + 1
         epoch += 1
-        if epoch % args.eval_every == 0 or epoch == planned:
+        halt = stop["signal"] is not None or out_of_time()
+        if epoch % args.eval_every == 0 or epoch == planned or halt or best_epoch == 0:
             vm, _ = metrics(ema, val, args.eval_batch, weights)
             vm.pop("per_family")
             rec = dict(epoch=epoch, step=step, lr=lr_at(epoch - 1, steps_per_epoch),
-                       train_loss=running / steps_per_epoch, val=vm,
+                       train_loss=running / steps_done, val=vm,
                        seconds=round(time.time() - train_start, 1))
             history.append(rec)
             if vm["loss"] < best:
@@ -362,12 +382,12 @@ def main(argv=None):
                            out / "best.pt")
             bar.set_postfix_str(f"val E {vm['energy_rmse_meV_atom']:.2f} meV/at, "
                                 f"F {vm['force_rmse_meV_A']:.1f} meV/A")
-            if epoch % args.print_every == 0 or epoch == 1:
+            if epoch % args.print_every == 0 or epoch == 1 or halt:
                 print(f"[{args.element}] epoch {epoch}/{planned} {rec['seconds']} s lr "
                       f"{rec['lr']:.2e} train {rec['train_loss']:.4g} val {vm['loss']:.4g} "
                       f"E {vm['energy_rmse_meV_atom']:.2f} meV/atom F "
                       f"{vm['force_rmse_meV_A']:.1f} meV/A W {vm['virial_rmse_meV_atom']:.1f} "
-                      f"meV/atom", flush=True)
+                      f"meV/atom ({rec['seconds'] / step:.3f} s/step)", flush=True)
         bar.update(1)
         now = time.time()
         if args.time_budget > 0 and epoch <= 3:
@@ -378,7 +398,10 @@ def main(argv=None):
             bar.total = planned
             print(f"[{args.element}] epoch {epoch} took {now - epoch_start:.1f} s -> plan "
                   f"{planned} epochs for a {args.time_budget:.0f} s budget", flush=True)
-        if args.time_budget > 0 and now - train_start > 1.05 * args.time_budget:
+        if stop["signal"] is not None:
+            stop_reason = f"stopped by {stop['signal']}"
+            break
+        if halt or out_of_time():
             stop_reason = "time budget spent"
             break
         torch.save(dict(model=model.state_dict(), ema=ema.state_dict(), opt=opt.state_dict(),
