@@ -61,7 +61,7 @@ do_test() {
   tail -5 "$OUT/unit-gpu.log"; echo "   $((SECONDS - t0)) s"
   echo "== test: LAMMPS-level tests, CUDA plugin (plain style on the GPU; /kk with -k on g 1 -sf kk)"
   t0=$SECONDS
-  EDGEFRAME_KOKKOS_ARGS="-k on g 1 -sf kk" timeout "${LAMMPS_TEST_TIMEOUT:-300}" "$EDGEFRAME_PYTHON" -m pytest -q \
+  EDGEFRAME_KOKKOS_ARGS=${EDGEFRAME_KOKKOS_ARGS:-"-k on g 1 -sf kk"} timeout "${LAMMPS_TEST_TIMEOUT:-300}" "$EDGEFRAME_PYTHON" -m pytest -q \
     -p no:cacheprovider --durations=0 ${LAMMPS_TESTS:-tests/lammps} --lmp "$(command -v lmp)" --plugin "$build/src/lammps/edgeframeplugin.so" \
     ${LAMMPS_TEST_ARGS:-} > "$OUT/lammps-gpu.log" 2>&1 || status=1
   tail -8 "$OUT/lammps-gpu.log"; echo "   $((SECONDS - t0)) s"

@@ -94,11 +94,19 @@ def build_case(system, size, shape, workdir):
     (g,) = torch.autograd.grad(energies.sum(), vec)
     f = torch.zeros_like(pos_t).index_add_(0, i.to(dev), g).index_add_(0, j.to(dev), -g)
     ref = dict(energy=float(energies.detach().sum()), forces=f.cpu().numpy())
+    # The reference's own fp32 error, so that the engine's fp32 error has a yardstick.
+    model32 = model.float()
+    vec32 = vec.detach().float().requires_grad_(True)
+    e32 = model32(torch.as_tensor(species, dtype=torch.int64, device=dev), i.to(dev), j.to(dev), vec32)
+    (g32,) = torch.autograd.grad(e32.sum(), vec32)
+    f32 = torch.zeros_like(pos_t).index_add_(0, i.to(dev), g32.double()).index_add_(0, j.to(dev), -g32.double())
+    ref["fp32_max_force_err_rel"] = float((f32 - f).abs().max() / f.abs().max())
     elements = list(model.cfg.species)
-    del model, vec, energies, g, f
+    del model, model32, vec, vec32, energies, e32, g, g32, f, f32
     if dev.type == "cuda":
         torch.cuda.empty_cache()
     return dict(tag=tag, potential=pot, case=case, data=data, n_atoms=len(pos), n_edges=int(len(i)),
+                ref_fp32_max_force_err_rel=ref["fp32_max_force_err_rel"],
                 elements=elements, ref=ref)
 
 
@@ -130,7 +138,7 @@ def run_lammps(args, c, precision, steps=50):
         f"pair_style edgeframe precision {precision}", f"pair_coeff * * {c['potential']} {' '.join(species)}",
         "velocity all create 300 11 loop geom", "fix 1 all nve", "timestep 0.001", "thermo 50",
         "run 10", f"run {steps}", ""]))
-    cmd = [args.lmp, "-k", "on", "g", "1", "-sf", "kk", "-pk", "kokkos", "neigh", "full", "newton", "off",
+    cmd = [args.lmp, "-k", "on", "g", "1", "-sf", "kk", "-pk", "kokkos", *args.lmp_package.replace(",", " ").split(),
            "-in", str(inp), "-log", str(inp.with_suffix(".log")), "-screen", "none"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.case_timeout)
     log = inp.with_suffix(".log").read_text() if inp.with_suffix(".log").exists() else ""
@@ -169,6 +177,8 @@ def main():
     ap.add_argument("--bench", required=True, help="bench/edgeframe_bench of a CUDA build")
     ap.add_argument("--lmp", default="", help="lmp with KOKKOS CUDA (empty: no LAMMPS column)")
     ap.add_argument("--plugin", default="", help="edgeframeplugin.so built for that lmp")
+    ap.add_argument("--lmp-package", default="neigh full newton off",
+                    help="package kokkos options of the LAMMPS column, spaces or commas (default: LAMMPS-KOKKOS' GPU defaults)")
     ap.add_argument("--cases", default="", help="system:size:shape,... (default: the issue's list)")
     ap.add_argument("--columns", default="eager,compile,engine-fp32,engine-tf32,lammps-fp32")
     ap.add_argument("--repeats", type=int, default=10)
@@ -203,7 +213,8 @@ def main():
             save()
             continue
         print(f"gate: {c['tag']}: {c['n_atoms']} atoms, {c['n_edges']} edges, set up in "
-              f"{time.monotonic() - t0:.1f} s", flush=True)
+              f"{time.monotonic() - t0:.1f} s; reference fp32 vs fp64: max |dF| / max |F| = "
+              f"{c['ref_fp32_max_force_err_rel']:.1e}", flush=True)
         for col in args.columns.split(","):
             if time.monotonic() - t_start > args.budget:
                 break
@@ -222,7 +233,8 @@ def main():
                     continue
             except subprocess.TimeoutExpired:
                 r = dict(error=f"timed out after {args.case_timeout:.0f} s")
-            r = finish_row(dict(r, tag=c["tag"], n_atoms=c["n_atoms"], n_edges=c["n_edges"], column=col),
+            r = finish_row(dict(r, tag=c["tag"], n_atoms=c["n_atoms"], n_edges=c["n_edges"], column=col,
+                                ref_fp32_max_force_err_rel=c["ref_fp32_max_force_err_rel"]),
                            c["n_atoms"])
             results.append(r)
             save()
