@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What one call on the GPU machine runs (issue #7), from the repository root there:
 #
-#   OUT=$OUT scripts/gpu_session.sh build test gate      (any subset, in this order)
+#   OUT=$OUT scripts/gpu_session.sh build test gate profile     (any subset, in this order)
 #
 # build: unpack the carried dependency build (.device/deps-gpu.tar.xz: Kokkos 5.0.2 CUDA
 #        HOPPER90 + LAMMPS KOKKOS CUDA, made on that machine by `scripts/bootstrap.sh --gpu`)
@@ -14,6 +14,9 @@
 #        LAMMPS_TESTS picks a subset (pytest node ids): on the GPU each lmp start loads the
 #        CUDA libraries of torch and Kokkos, which makes the whole suite slow there.
 # gate:  tools/gate.py (GATE_ARGS, GATE_BUDGET) into $OUT/gate.
+# profile: bench/edgeframe_bench's per-kernel split (fenced around each kernel) and compulsory
+#        bytes / FLOPs per kernel, L2 and L3 at 512 atoms, fp32, into $OUT/profile.log.
+# Run it from a script file, never as `bash /dev/stdin <<EOF` (doc/gpu-notes.md).
 # Logs go to $OUT/*.log. The machine has no network: everything comes from .device/.
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -75,13 +78,21 @@ do_gate() {
     ${GATE_ARGS:-} 2>&1 | tee "$OUT/gate.log" || status=1
 }
 
+do_profile() {
+  echo "== profile: bench/edgeframe_bench, per kernel"
+  { "$build/bench/edgeframe_bench" --shape L2 --cells 4 --reps 3 --precision fp32
+    "$build/bench/edgeframe_bench" --shape L3 --cells 4 --reps 2 --precision fp32; } > "$OUT/profile.log" 2>&1 || status=1
+  cat "$OUT/profile.log"
+}
+
 deps || exit 1
 for step in "$@"; do
   case $step in
     build) do_build || exit 1 ;;
     test) do_test ;;
     gate) do_gate ;;
-    *) echo "gpu_session: unknown step '$step' (valid: build test gate)"; exit 2 ;;
+    profile) do_profile ;;
+    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile)"; exit 2 ;;
   esac
 done
 exit $status
