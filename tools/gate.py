@@ -40,8 +40,9 @@ DEFAULT_CASES = [
 ]
 
 
-def build_case(system, size, shape, workdir):
-    """Potential file, case file, LAMMPS data file and fp64 reference forces of one case."""
+def build_case(system, size, shape, workdir, **overrides):
+    """Potential file, case file, LAMMPS data file and fp64 reference forces of one case.
+    overrides: ModelConfig fields replacing the shape's (tests use small models)."""
     import torch
     from edgeframe_ref.neighbors import edge_vectors, neighbor_list
     from edgeframe_ref.potential_io import write_potential
@@ -51,7 +52,7 @@ def build_case(system, size, shape, workdir):
     reps = replicas_for(size, bench_reference.SYSTEMS[system])
     atoms = diamond(reps) if system == "diamond" else bcc(reps)
     atoms = rattle(atoms, 0.02, seed=1)
-    model = random_model(make_config(shape), seed=0, dtype=torch.float64, device="cpu")
+    model = random_model(make_config(shape, **overrides), seed=0, dtype=torch.float64, device="cpu")
     tag = f"{system}-{size}-{shape}"
     pot = workdir / f"{tag}.safetensors"
     write_potential(pot, model, dtype="float64", trained_precision="float64",
