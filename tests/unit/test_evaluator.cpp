@@ -15,6 +15,7 @@
 #include "errors.hpp"
 #include "evaluator.hpp"
 #include "potential.hpp"
+#include "runtime.hpp"
 
 namespace {
 
@@ -380,6 +381,29 @@ TEST(Evaluator, RejectsMismatchedInputs) {
   w.roll = kk::View1<double, Exec>("roll", 2);
   EXPECT_THROW(ev.compute(d.graph, d.x, w), InputError);
   EXPECT_THROW(parse_precision("bf16"), InputError);
+}
+
+TEST(Evaluator, Tf32IsRefusedWithoutCudaAndCloseToFp32WithIt) {
+  const Golden g = load_golden("diamond64_L2m1");
+  const auto pot = read_potential(g.model_file);
+  if (!tf32_available()) {
+    EXPECT_THROW(Evaluator(pot, {Precision::tf32}), InputError);
+    return;
+  }
+  // CUDA: same graph in fp32 and tf32. TF32 rounds GEMM inputs to 10 mantissa bits (2^-11
+  // relative); through this small golden model the forces move by far less than 1 %.
+  Evaluator f32(pot, {Precision::fp32}), t32(pot, {Precision::tf32});
+  const auto d = upload(g, g.x);
+  auto a = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), f32.compute(d.graph, d.x).forces);
+  auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), t32.compute(d.graph, d.x).forces);
+  double scale = 0, diff = 0;
+  for (std::size_t i = 0; i < a.extent(0); ++i)
+    for (int k = 0; k < 3; ++k) {
+      scale = std::max(scale, std::abs(a(i, k)));
+      diff = std::max(diff, std::abs(a(i, k) - b(i, k)));
+    }
+  std::printf("[ measured ] diamond64_L2m1 tf32 vs fp32: max |dF| / max |F| = %.2e\n", diff / scale);
+  EXPECT_LT(diff, 1e-2 * scale);
 }
 
 }  // namespace
