@@ -244,6 +244,9 @@ struct Evaluator::Impl {
     return last ? feed_forward_l0(lw, h1) : h1 + feed_forward(lw, h1);
   }
 
+  Result compute(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what,
+                 impl::StepContext& step);
+
   Tensor readout(const Tensor& h, const Tensor& species) const {
     Tensor f = h.select(1, 0);
     f = f / torch::sqrt(f.pow(2).mean(-1, true) + cfg.norm_eps) * readout_scale;
@@ -261,7 +264,20 @@ std::size_t Evaluator::workspace_allocations() const { return m_impl->workspace.
 std::size_t Evaluator::workspace_bytes() const { return m_impl->workspace.bytes(); }
 
 Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what) {
-  Impl& m = *m_impl;
+  impl::StepContext step;
+  step.times = what.times;
+  Result res;
+  {
+    const impl::StepTimer timer(step, &StepTimes::total);
+    res = m_impl->compute(graph, positions, what, step);
+  }
+  if (what.times) ++what.times->calls;
+  return res;
+}
+
+Result Evaluator::Impl::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what,
+                                impl::StepContext& step) {
+  Impl& m = *this;
   const ModelConfig& cfg = m.cfg;
   const auto& g = graph.edges;
   const int N = g.n_nodes, E = g.n_edges;
@@ -275,7 +291,6 @@ Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exe
   Workspace& ws = m.workspace;
   const Exec exec = bridge::exec_instance();
 
-  impl::StepContext step;
   step.graph = g;
   step.roll = what.roll;
   step.workspace = &ws;
@@ -287,10 +302,14 @@ Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exe
   step.envelope_p = cfg.envelope_p;
   step.r_cut = cfg.r_cut;
   step.scale = 1.0 / cfg.avg_neighbors;
+  step.exchange = what.exchange;
 
   // Geometry in double: r_e = x_j - x_i + shift.
   kk::Vec3View<double, Exec> vec(ws.take<double>(Workspace::kVec, std::size_t(E) * 3), E);
-  kk::compute_edge_vectors(exec, g, positions, vec);
+  {
+    const impl::StepTimer timer(step, &StepTimes::geometry);
+    kk::compute_edge_vectors(exec, g, positions, vec);
+  }
   Result res;
   res.energies = kk::View1<double, Exec>(ws.take<double>(Workspace::kEnergies, N), N);
   res.forces = kk::Vec3View<double, Exec>(ws.take<double>(Workspace::kForces, std::size_t(N) * 3), N);
@@ -311,8 +330,12 @@ Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exe
 
   Tensor h = torch::zeros({N, cfg.num_coeffs(), cfg.channels}, torch::TensorOptions().dtype(m.dtype).device(bridge::device()));
   h.select(1, 0).copy_(m.species_embedding.index_select(0, species));
-  for (int t = 0; t < cfg.layers; ++t)
+  for (int t = 0; t < cfg.layers; ++t) {
+    // Exchange mode: ghost rows are received from their owners before every layer that reads
+    // them as senders (layer 0 reads the species embedding, which ghosts have themselves).
+    if (t > 0 && step.exchange) h = impl::node_exchange(h, step);
     h = m.interaction(m.layers[t], h, band, rbf, env, sp_recv, sp_send, step, t == 0, t == cfg.layers - 1);
+  }
   const Tensor energies = m.readout(h, species);
 
   // dE/dr_e from one backward pass through every layer and the band.
@@ -320,6 +343,24 @@ Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exe
   if (grad && E > 0) {
     const Tensor e_local = energies.narrow(0, 0, graph.n_local).sum();
     grad_vec = torch::autograd::grad({e_local}, {vec_t}, {}, false, false, true)[0];
+  }
+  if (step.exchange) {
+    // Every rank must make the same sequence of reverse calls (exchange.hpp), also when this
+    // one skipped the backward pass (no edges, nothing asked): the missing ones carry zeros.
+    const int expected = cfg.layers - 1;
+    if (step.exchange_reverse_calls > expected)
+      throw ComputeError("edgeframe: the backward pass made " + std::to_string(step.exchange_reverse_calls) +
+                         " reverse exchanges for " + std::to_string(expected) + " exchanged layers");
+    if (step.exchange_reverse_calls < expected) {
+      const Tensor zero = torch::zeros({N, cfg.num_coeffs(), cfg.channels}, h.options().requires_grad(false));
+      NodeRows rows;
+      rows.data = zero.data_ptr();
+      rows.type = m.dtype == torch::kFloat64 ? RowType::f64 : RowType::f32;
+      rows.rows = N;
+      rows.width = cfg.num_coeffs() * cfg.channels;
+      const impl::StepTimer timer(step, &StepTimes::exchange);
+      for (int k = step.exchange_reverse_calls; k < expected; ++k) step.exchange->reverse(rows);
+    }
   }
   // dE/dr_e lives in the workspace (the geometry backward writes it there); anything else is
   // copied in, so that Result::edge_grad outlives this call.
@@ -333,6 +374,7 @@ Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exe
 
   kk::NodeForces<Exec> nf{g.recv_offsets, g.send_offsets, g.send_edges, vec, gv, res.forces,
                           what.atom_virial ? res.atom_virial : kk::View2<double, Exec>()};
+  const impl::StepTimer sums_timer(step, &StepTimes::geometry);
   if (grad) kk::node_forces(exec, nf, N);
   kk::GlobalSums<Exec> gs{vec, gv, res.energies, partials, sums, E, graph.n_local, n_chunks};
   kk::global_sums(exec, gs);
