@@ -221,7 +221,7 @@ struct Evaluator::Impl {
 
   Tensor interaction(const LayerWeights& lw, const Tensor& h, const Tensor& band, const Tensor& rbf, const Tensor& env,
                      const Tensor& sp_recv, const Tensor& sp_send, impl::StepContext& step, bool first,
-                     bool last) const {
+                     bool last, int n_live) const {
     const int E = static_cast<int>(band.size(0)), C = cfg.channels;
     const Tensor n = rms_norm_eq(h, lw.norm_scale);
     Tensor a = torch::addmm(lw.rad_b0, rbf, lw.rad_w0_rbf.t()) + lw.rad_recv.index_select(0, sp_recv) +
@@ -241,6 +241,14 @@ struct Evaluator::Impl {
     const Tensor wmsg = so2_linear(x, lw.so2_2_w0, lw.so2_2_b0, lw.so2_2_big, C, nullptr, skip2, lw.so2_2_w0_l0out,
                                    lw.so2_2_b0_l0out);
     const Tensor h1 = h + impl::unrotate_aggregate(wmsg, band, env, step);
+    // Rows n_live.. (exchange mode: ghosts) are overwritten by the next exchange and carry no
+    // energy: their feed-forward is dead work, so they leave the layer as they are.
+    const int N = static_cast<int>(h1.size(0));
+    if (n_live < N) {
+      const Tensor live = h1.narrow(0, 0, n_live);
+      const Tensor out = last ? feed_forward_l0(lw, live) : live + feed_forward(lw, live);
+      return torch::cat({out, h1.narrow(0, n_live, N - n_live)}, 0);
+    }
     return last ? feed_forward_l0(lw, h1) : h1 + feed_forward(lw, h1);
   }
 
@@ -330,13 +338,18 @@ Result Evaluator::Impl::compute(const AtomGraph& graph, kk::Vec3View<const doubl
 
   Tensor h = torch::zeros({N, cfg.num_coeffs(), cfg.channels}, torch::TensorOptions().dtype(m.dtype).device(bridge::device()));
   h.select(1, 0).copy_(m.species_embedding.index_select(0, species));
+  // Rows whose layer outputs matter: all, or with an exchange only the owned ones (ghost rows
+  // are received before every layer that reads them).
+  const int n_live = step.exchange ? graph.n_local : N;
   for (int t = 0; t < cfg.layers; ++t) {
     // Exchange mode: ghost rows are received from their owners before every layer that reads
     // them as senders (layer 0 reads the species embedding, which ghosts have themselves).
     if (t > 0 && step.exchange) h = impl::node_exchange(h, step);
-    h = m.interaction(m.layers[t], h, band, rbf, env, sp_recv, sp_send, step, t == 0, t == cfg.layers - 1);
+    h = m.interaction(m.layers[t], h, band, rbf, env, sp_recv, sp_send, step, t == 0, t == cfg.layers - 1, n_live);
   }
-  const Tensor energies = m.readout(h, species);
+  // Exchange mode: ghost energies are zero (never computed; they would not count anyway).
+  Tensor energies = m.readout(h.narrow(0, 0, n_live), species.narrow(0, 0, n_live));
+  if (n_live < N) energies = torch::cat({energies, torch::zeros({N - n_live}, energies.options())});
 
   // dE/dr_e from one backward pass through every layer and the band.
   Tensor grad_vec;
@@ -359,6 +372,7 @@ Result Evaluator::Impl::compute(const AtomGraph& graph, kk::Vec3View<const doubl
       rows.rows = N;
       rows.width = cfg.num_coeffs() * cfg.channels;
       const impl::StepTimer timer(step, &StepTimes::exchange);
+      exec.fence("edgeframe: zero rows handed to the exchange");
       for (int k = step.exchange_reverse_calls; k < expected; ++k) step.exchange->reverse(rows);
     }
   }

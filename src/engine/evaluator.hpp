@@ -7,7 +7,8 @@
 // whose features are computed but whose energies are not summed. Forces come for every node
 // (LAMMPS folds ghost forces back with its reverse communication). With What::exchange set,
 // ghost features are not computed but received from their owners before every layer but the
-// first (exchange.hpp); the graph then needs only edges into owned nodes.
+// first (exchange.hpp); the graph then needs only edges into owned nodes (edges into ghosts
+// would be wasted work), and ghost rows skip the feed-forward and readout (their energies are 0).
 #pragma once
 
 #include <Kokkos_Core.hpp>

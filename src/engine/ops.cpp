@@ -272,6 +272,8 @@ struct NodeExchangeFn : public torch::autograd::Function<NodeExchangeFn> {
     StepContext& s = step_of(ctx);
     Tensor out = h.contiguous().clone();
     const StepTimer timer(s, &StepTimes::exchange);
+    // The exchange reads and writes the rows outside torch's stream (host copies, MPI).
+    bridge::exec_instance().fence("edgeframe: features handed to the exchange");
     s.exchange->forward(rows_of(out));
     return out;
   }
@@ -284,6 +286,7 @@ struct NodeExchangeFn : public torch::autograd::Function<NodeExchangeFn> {
       g = torch::zeros({N, D, s.channels}, options(s.dtype));
     }
     const StepTimer timer(s, &StepTimes::exchange);
+    bridge::exec_instance().fence("edgeframe: gradients handed to the exchange");
     s.exchange->reverse(rows_of(g));
     ++s.exchange_reverse_calls;
     return {g, Tensor()};
