@@ -1,7 +1,7 @@
 """Per-layer ghost exchange (ghost_mode exchange, issue #8) against the ghost shell
 (ghost_mode shell) and the PyTorch reference: energy, forces, global and per-atom virial and
 per-atom energy on 1/2/3/4/8 ranks, subdomains far thinner than the receptive field, ranks that
-own no atom, NULL types under hybrid, and MD with atoms migrating between ranks."""
+own no atom, NULL types under hybrid, comm_style tiled, and MD with atoms migrating between ranks."""
 import re
 
 import numpy as np
@@ -155,3 +155,16 @@ def test_bad_ghost_mode_and_timing_are_errors(lammps, tmp_path, small_model):
                                      nktv2p=METAL_NKTV2P, pre="", extra="")
         run = lammps(script)
         assert run.returncode != 0 and text in run.output, run.output[-2000:]
+
+
+def test_exchange_with_comm_style_tiled(lammps, tmp_path, small_model):
+    # comm_style tiled + an RCB balance: irregular subdomains, CommTiled's own swap pattern.
+    model, path = small_model
+    atoms, boundary = structure("bcc_cu54")
+    q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=3, pre="comm_style tiled",
+                                       extra="balance 1.0 rcb", style_args=" ghost_mode exchange")
+    assert "ghost mode exchange" in output
+    ref, forces, virial, _ = expected(model, atoms, q)
+    assert close(thermo[1], ref["energy"])
+    assert close(thermo[2:8], [virial[a, b] for a, b in VOIGT])
+    assert close(dump[:, 1:4], forces)
