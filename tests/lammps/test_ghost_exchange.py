@@ -168,3 +168,23 @@ def test_exchange_with_comm_style_tiled(lammps, tmp_path, small_model):
     assert close(thermo[1], ref["energy"])
     assert close(thermo[2:8], [virial[a, b] for a, b in VOIGT])
     assert close(dump[:, 1:4], forces)
+
+
+def test_exchange_through_empty_ranks_that_relay(lammps, tmp_path, small_model):
+    # Diamond with its cell stretched along x from 7.13 to 8.8 A: a 2.56 A vacuum gap, less than
+    # r_cut (2.8 A), so edges cross it. On 8 1 1 ranks (1.1 A subdomains) the rank over
+    # 6.6-7.7 A owns no atom (atoms reach x ~ 6.4 A; the rattle wraps a few to ~8.7 A), yet
+    # every ghost that crosses the gap passes through it (ghost cutoff 4.8 A, several swaps):
+    # its forward and reverse relays must carry features and gradients it never uses.
+    model, path = small_model
+    atoms, boundary = structure("diamond64")
+    atoms = atoms.copy()
+    atoms.cell[0, 0] = 8.8
+    for mode in ("exchange", "shell"):
+        q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=8, pre="processors 8 1 1",
+                                           style_args=f" ghost_mode {mode}")
+        ref, forces, virial, atom_virial = expected(model, atoms, q)
+        assert close(thermo[1], ref["energy"]), (mode, thermo[1], ref["energy"])
+        assert close(thermo[2:8], [virial[a, b] for a, b in VOIGT]), mode
+        assert close(dump[:, 1:4], forces), mode
+        per_atom_checks(dump, ref, atom_virial, len(atoms))
