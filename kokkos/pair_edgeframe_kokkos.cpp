@@ -65,8 +65,11 @@ template <class DeviceType>
 void PairEdgeframeKokkos<DeviceType>::init_style()
 {
   m_device_path = kSharesEngineMemory && m_fold_images && comm->nprocs == 1;
+  // LAMMPS-KOKKOS routes a pair style's forward/reverse communication (the per-layer feature
+  // exchange) by execution_space: Host means CommBrick's host buffers and our pack functions.
+  execution_space = m_device_path ? ExecutionSpaceFromDevice<DeviceType>::space : Host;
   if (!m_device_path) {
-    // Host-data path: the plain style's node map, ghost shell and a host neighbour list.
+    // Host-data path: the plain style's node map, ghost exchange or shell, host neighbour list.
     PairEdgeframe::init_style();
     if (comm->me == 0)
       utils::logmesg(lmp, "edgeframe/kk: {}; atom data is staged through the host\n",

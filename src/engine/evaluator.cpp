@@ -239,7 +239,7 @@ struct Evaluator::Impl {
 
   Tensor interaction(const LayerWeights& lw, const Tensor& h, const Tensor& band, const Tensor& rbf, const Tensor& env,
                      const Tensor& sp_recv, const Tensor& sp_send, impl::StepContext& step, bool first,
-                     bool last) const {
+                     bool last, int n_live) const {
     const int E = static_cast<int>(band.size(0)), C = cfg.channels;
     const Tensor n = rms_norm_eq(h, lw.norm_scale);
     Tensor a = torch::addmm(lw.rad_b0, rbf, lw.rad_w0_rbf.t()) + lw.rad_recv.index_select(0, sp_recv) +
@@ -259,8 +259,19 @@ struct Evaluator::Impl {
     const Tensor wmsg = so2_linear(x, lw.so2_2_w0, lw.so2_2_b0, lw.so2_2_big, C, nullptr, skip2, lw.so2_2_w0_l0out,
                                    lw.so2_2_b0_l0out);
     const Tensor h1 = h + impl::unrotate_aggregate(wmsg, band, env, step);
+    // Rows n_live.. (exchange mode: ghosts) are overwritten by the next exchange and carry no
+    // energy: their feed-forward is dead work, so they leave the layer as they are.
+    const int N = static_cast<int>(h1.size(0));
+    if (n_live < N) {
+      const Tensor live = h1.narrow(0, 0, n_live);
+      const Tensor out = last ? feed_forward_l0(lw, live) : live + feed_forward(lw, live);
+      return torch::cat({out, h1.narrow(0, n_live, N - n_live)}, 0);
+    }
     return last ? feed_forward_l0(lw, h1) : h1 + feed_forward(lw, h1);
   }
+
+  Result compute(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what,
+                 impl::StepContext& step);
 
   Tensor readout(const Tensor& h, const Tensor& species) const {
     Tensor f = h.select(1, 0);
@@ -279,7 +290,20 @@ std::size_t Evaluator::workspace_allocations() const { return m_impl->workspace.
 std::size_t Evaluator::workspace_bytes() const { return m_impl->workspace.bytes(); }
 
 Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what) {
-  Impl& m = *m_impl;
+  impl::StepContext step;
+  step.times = what.times;
+  Result res;
+  {
+    const impl::StepTimer timer(step, &StepTimes::total);
+    res = m_impl->compute(graph, positions, what, step);
+  }
+  if (what.times) ++what.times->calls;
+  return res;
+}
+
+Result Evaluator::Impl::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what,
+                                impl::StepContext& step) {
+  Impl& m = *this;
   const ModelConfig& cfg = m.cfg;
   const auto& g = graph.edges;
   const int N = g.n_nodes, E = g.n_edges;
@@ -294,7 +318,6 @@ Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exe
   Workspace& ws = m.workspace;
   const Exec exec = bridge::exec_instance();
 
-  impl::StepContext step;
   step.graph = g;
   step.roll = what.roll;
   step.workspace = &ws;
@@ -306,10 +329,14 @@ Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exe
   step.envelope_p = cfg.envelope_p;
   step.r_cut = cfg.r_cut;
   step.scale = 1.0 / cfg.avg_neighbors;
+  step.exchange = what.exchange;
 
   // Geometry in double: r_e = x_j - x_i + shift.
   kk::Vec3View<double, Exec> vec(ws.take<double>(Workspace::kVec, std::size_t(E) * 3), E);
-  kk::compute_edge_vectors(exec, g, positions, vec);
+  {
+    const impl::StepTimer timer(step, &StepTimes::geometry);
+    kk::compute_edge_vectors(exec, g, positions, vec);
+  }
   Result res;
   res.energies = kk::View1<double, Exec>(ws.take<double>(Workspace::kEnergies, N), N);
   res.forces = kk::Vec3View<double, Exec>(ws.take<double>(Workspace::kForces, std::size_t(N) * 3), N);
@@ -330,15 +357,43 @@ Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exe
 
   Tensor h = torch::zeros({N, cfg.num_coeffs(), cfg.channels}, torch::TensorOptions().dtype(m.dtype).device(bridge::device()));
   h.select(1, 0).copy_(m.species_embedding.index_select(0, species));
-  for (int t = 0; t < cfg.layers; ++t)
-    h = m.interaction(m.layers[t], h, band, rbf, env, sp_recv, sp_send, step, t == 0, t == cfg.layers - 1);
-  const Tensor energies = m.readout(h, species);
+  // Rows whose layer outputs matter: all, or with an exchange only the owned ones (ghost rows
+  // are received before every layer that reads them).
+  const int n_live = step.exchange ? graph.n_local : N;
+  for (int t = 0; t < cfg.layers; ++t) {
+    // Exchange mode: ghost rows are received from their owners before every layer that reads
+    // them as senders (layer 0 reads the species embedding, which ghosts have themselves).
+    if (t > 0 && step.exchange) h = impl::node_exchange(h, step);
+    h = m.interaction(m.layers[t], h, band, rbf, env, sp_recv, sp_send, step, t == 0, t == cfg.layers - 1, n_live);
+  }
+  // Exchange mode: ghost energies are zero (never computed; they would not count anyway).
+  Tensor energies = m.readout(h.narrow(0, 0, n_live), species.narrow(0, 0, n_live));
+  if (n_live < N) energies = torch::cat({energies, torch::zeros({N - n_live}, energies.options())});
 
   // dE/dr_e from one backward pass through every layer and the band.
   Tensor grad_vec;
   if (grad && E > 0) {
     const Tensor e_local = energies.narrow(0, 0, graph.n_local).sum();
     grad_vec = torch::autograd::grad({e_local}, {vec_t}, {}, false, false, true)[0];
+  }
+  if (step.exchange) {
+    // Every rank must make the same sequence of reverse calls (exchange.hpp), also when this
+    // one skipped the backward pass (no edges, nothing asked): the missing ones carry zeros.
+    const int expected = cfg.layers - 1;
+    if (step.exchange_reverse_calls > expected)
+      throw ComputeError("edgeframe: the backward pass made " + std::to_string(step.exchange_reverse_calls) +
+                         " reverse exchanges for " + std::to_string(expected) + " exchanged layers");
+    if (step.exchange_reverse_calls < expected) {
+      const Tensor zero = torch::zeros({N, cfg.num_coeffs(), cfg.channels}, h.options().requires_grad(false));
+      NodeRows rows;
+      rows.data = zero.data_ptr();
+      rows.type = m.dtype == torch::kFloat64 ? RowType::f64 : RowType::f32;
+      rows.rows = N;
+      rows.width = cfg.num_coeffs() * cfg.channels;
+      const impl::StepTimer timer(step, &StepTimes::exchange);
+      exec.fence("edgeframe: zero rows handed to the exchange");
+      for (int k = step.exchange_reverse_calls; k < expected; ++k) step.exchange->reverse(rows);
+    }
   }
   // dE/dr_e lives in the workspace (the geometry backward writes it there); anything else is
   // copied in, so that Result::edge_grad outlives this call.
@@ -352,6 +407,7 @@ Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exe
 
   kk::NodeForces<Exec> nf{g.recv_offsets, g.send_offsets, g.send_edges, vec, gv, res.forces,
                           what.atom_virial ? res.atom_virial : kk::View2<double, Exec>()};
+  const impl::StepTimer sums_timer(step, &StepTimes::geometry);
   if (grad) kk::node_forces(exec, nf, N);
   kk::GlobalSums<Exec> gs{vec, gv, res.energies, partials, sums, E, graph.n_local, n_chunks};
   kk::global_sums(exec, gs);

@@ -5,7 +5,10 @@
 // Inputs live in Kokkos::DefaultExecutionSpace's memory (device memory on CUDA builds).
 // Nodes 0..n_local-1 are the atoms whose energies count; nodes n_local.. are ghosts/images
 // whose features are computed but whose energies are not summed. Forces come for every node
-// (LAMMPS folds ghost forces back with its reverse communication).
+// (LAMMPS folds ghost forces back with its reverse communication). With What::exchange set,
+// ghost features are not computed but received from their owners before every layer but the
+// first (exchange.hpp); the graph then needs only edges into owned nodes (edges into ghosts
+// would be wasted work), and ghost rows skip the feed-forward and readout (their energies are 0).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -13,7 +16,9 @@
 #include <memory>
 #include <string>
 
+#include "exchange.hpp"
 #include "graph.hpp"
+#include "step_times.hpp"
 #include "kernel_common.hpp"
 #include "potential.hpp"
 
@@ -47,6 +52,8 @@ struct What {
   bool virial = false;       // global 3x3
   bool atom_virial = false;  // per-atom 3x3
   kk::View1<const double, Exec> roll;  // tests only: [E] extra roll of each edge frame (radians)
+  NodeExchange* exchange = nullptr;    // per-layer ghost exchange (exchange.hpp), or none
+  StepTimes* times = nullptr;          // fenced time split (StepTimes), or none
 };
 
 // Views alias the evaluator's workspace and stay valid until the next compute() call.

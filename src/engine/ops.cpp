@@ -3,6 +3,8 @@
 // that autograd keeps (packed features, aggregates, their gradients) are torch tensors.
 #include "ops.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 
 #include "band_layout.hpp"
@@ -98,11 +100,13 @@ struct EdgeGeometryFn : public torch::autograd::Function<EdgeGeometryFn> {
     ctx->saved_data["step"] = step_handle;
     ctx->save_for_backward({vec});
     StepContext& s = step_of(ctx);
+    const StepTimer timer(s, &StepTimes::geometry);
     return s.dtype == torch::kFloat64 ? run_forward<double>(vec, s) : run_forward<float>(vec, s);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     StepContext& s = step_of(ctx);
+    const StepTimer timer(s, &StepTimes::geometry);
     const Tensor vec = ctx->get_saved_variables()[0];
     const Tensor gv = s.dtype == torch::kFloat64 ? run_backward<double>(vec, grads, s) : run_backward<float>(vec, grads, s);
     return {gv, Tensor()};
@@ -133,6 +137,7 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
     ctx->saved_data["step"] = step_handle;
     ctx->save_for_backward({n, band, g});
     const StepContext& s = step_of(ctx);
+    const StepTimer timer(s, &StepTimes::edge_frame);
     const int E = s.graph.n_edges, K = kk::band_rows(s.lmax, s.mmax);
     Tensor u = torch::empty({E, K, 2 * s.channels}, options(s.dtype));
     const Exec exec = bridge::exec_instance();
@@ -176,6 +181,7 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const StepContext& s = step_of(ctx);
+    const StepTimer timer(s, &StepTimes::edge_frame);
     const int E = s.graph.n_edges, K = kk::band_rows(s.lmax, s.mmax);
     const Tensor gu = grad_or_zeros(grads[0], {E, K, 2 * s.channels}, s.dtype);
     return s.dtype == torch::kFloat64 ? run_backward<double>(ctx, gu, s) : run_backward<float>(ctx, gu, s);
@@ -205,6 +211,7 @@ struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateF
     ctx->saved_data["step"] = step_handle;
     ctx->save_for_backward({w, band, env});
     const StepContext& s = step_of(ctx);
+    const StepTimer timer(s, &StepTimes::edge_frame);
     const int N = s.graph.n_nodes;
     Tensor agg = torch::empty({N, (s.lmax + 1) * (s.lmax + 1), s.channels}, options(s.dtype));
     const Exec exec = bridge::exec_instance();
@@ -239,14 +246,69 @@ struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateF
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const StepContext& s = step_of(ctx);
+    const StepTimer timer(s, &StepTimes::edge_frame);
     const Tensor ga = grad_or_zeros(grads[0], {s.graph.n_nodes, (s.lmax + 1) * (s.lmax + 1), s.channels}, s.dtype);
     return s.dtype == torch::kFloat64 ? run_backward<double>(ctx, ga, s) : run_backward<float>(ctx, ga, s);
+  }
+};
+
+// ---- node exchange (per-layer ghost features) -------------------------------------------------
+NodeRows rows_of(const Tensor& t) {
+  NodeRows r;
+  r.data = t.data_ptr();
+  r.type = t.scalar_type() == torch::kFloat64 ? RowType::f64 : RowType::f32;
+  r.rows = static_cast<int>(t.size(0));
+  r.width = static_cast<int>(t.numel() / std::max<std::int64_t>(t.size(0), 1));
+  return r;
+}
+
+// Forward: out = h with ghost rows overwritten by their owners' (forward communication).
+// Backward: the adjoint, owner rows += ghost rows, ghost rows := 0 (reverse communication).
+// Both act on a fresh contiguous copy: autograd keeps h (the residual path reads it), and the
+// incoming gradient may be shared with other nodes of the graph.
+struct NodeExchangeFn : public torch::autograd::Function<NodeExchangeFn> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& h, std::int64_t step_handle) {
+    ctx->saved_data["step"] = step_handle;
+    StepContext& s = step_of(ctx);
+    Tensor out = h.contiguous().clone();
+    const StepTimer timer(s, &StepTimes::exchange);
+    // The exchange reads and writes the rows outside torch's stream (host copies, MPI).
+    bridge::exec_instance().fence("edgeframe: features handed to the exchange");
+    s.exchange->forward(rows_of(out));
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    StepContext& s = step_of(ctx);
+    Tensor g = grads[0].defined() ? grads[0].contiguous().clone() : Tensor();
+    if (!g.defined()) {
+      const int N = s.graph.n_nodes, D = (s.lmax + 1) * (s.lmax + 1);
+      g = torch::zeros({N, D, s.channels}, options(s.dtype));
+    }
+    const StepTimer timer(s, &StepTimes::exchange);
+    bridge::exec_instance().fence("edgeframe: gradients handed to the exchange");
+    s.exchange->reverse(rows_of(g));
+    ++s.exchange_reverse_calls;
+    return {g, Tensor()};
   }
 };
 
 std::int64_t handle_of(StepContext& step) { return reinterpret_cast<std::int64_t>(&step); }
 
 }  // namespace
+
+StepTimer::StepTimer(const StepContext& step, double StepTimes::*slot) : m_times(step.times), m_slot(slot) {
+  if (!m_times) return;
+  bridge::exec_instance().fence("edgeframe: timer start");  // on CUDA torch shares this stream
+  m_start = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+StepTimer::~StepTimer() {
+  if (!m_times) return;
+  bridge::exec_instance().fence("edgeframe: timer stop");
+  const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  m_times->*m_slot += now - m_start;
+}
 
 torch::autograd::variable_list edge_geometry(const torch::Tensor& vec, StepContext& step) {
   return EdgeGeometryFn::apply(vec, handle_of(step));
@@ -260,6 +322,13 @@ torch::Tensor edge_frame_pack(const torch::Tensor& n, const torch::Tensor& band,
 torch::Tensor unrotate_aggregate(const torch::Tensor& w, const torch::Tensor& band, const torch::Tensor& env,
                                  StepContext& step) {
   return UnrotateAggregateFn::apply(w.contiguous(), band, env, handle_of(step));
+}
+
+torch::Tensor node_exchange(const torch::Tensor& h, StepContext& step) {
+  if (!step.exchange) throw ComputeError("edgeframe: node_exchange without an exchange");
+  if (h.dim() != 3 || h.scalar_type() != step.dtype || h.size(0) != step.graph.n_nodes)
+    throw ComputeError("edgeframe: node_exchange wants features [N, D, C] of the graph's nodes in the compute dtype");
+  return NodeExchangeFn::apply(h, handle_of(step));
 }
 
 }  // namespace edgeframe::impl

@@ -6,6 +6,8 @@
 #include <torch/torch.h>
 
 #include "bridge.hpp"
+#include "evaluator.hpp"
+#include "exchange.hpp"
 #include "graph.hpp"
 #include "workspace.hpp"
 
@@ -21,6 +23,25 @@ struct StepContext {
   torch::Dtype dtype = torch::kFloat64;  // compute dtype of features, band, rbf
   int lmax = 0, mmax = 0, channels = 0, n_rbf = 0, envelope_p = 0;
   double r_cut = 0.0, scale = 0.0;  // Angstrom, 1 / avg_neighbors
+  NodeExchange* exchange = nullptr;  // per-layer ghost exchange, or none
+  int exchange_reverse_calls = 0;    // reverse() calls made by the backward pass so far
+  StepTimes* times = nullptr;        // fenced time split, or none
+};
+
+// Adds the time between construction and destruction to one StepTimes field, fencing at both
+// ends so that asynchronous kernels and torch ops (same stream on CUDA) are counted where they
+// run. Does nothing, and fences nothing, when the step has no timers.
+class StepTimer {
+ public:
+  StepTimer(const StepContext& step, double StepTimes::*slot);
+  ~StepTimer();
+  StepTimer(const StepTimer&) = delete;
+  StepTimer& operator=(const StepTimer&) = delete;
+
+ private:
+  StepTimes* m_times;
+  double StepTimes::*m_slot;
+  double m_start = 0.0;
 };
 
 // vec [E, 3] float64 (leaf) -> {band [E, B], rbf [E, n_rbf], env [E]} in the compute dtype.
@@ -36,5 +57,10 @@ torch::Tensor edge_frame_pack(const torch::Tensor& n, const torch::Tensor& band,
 // by 1 / avg_neighbors.
 torch::Tensor unrotate_aggregate(const torch::Tensor& w, const torch::Tensor& band, const torch::Tensor& env,
                                  StepContext& step);
+
+// h [N, D, C] -> the same features with every ghost row replaced by its owner's (forward
+// communication through step.exchange); backward: ghost-row gradients are added to their
+// owners' rows and zeroed (reverse communication). Always returns a new tensor.
+torch::Tensor node_exchange(const torch::Tensor& h, StepContext& step);
 
 }  // namespace edgeframe::impl

@@ -68,3 +68,52 @@ void NodeMap::build(const int *type, int nlocal, int nall, const std::vector<int
     }
   }
 }
+
+void NodeMap::build_exchange(const int *type, int nlocal, int nall, const std::vector<int> &type_species,
+                             const NeighList *list)
+{
+  auto mapped = [&](int a) { return type_species[type[a]] >= 0; };
+  // m_hop as a mark: 0 for mapped owned atoms, 1 for mapped ghosts next to one of them.
+  m_hop.assign(nall, -1);
+  n_candidates = 0;
+  for (int i = 0; i < nall; i++) n_candidates += mapped(i);
+  for (int i = 0; i < nlocal; i++)
+    if (mapped(i)) m_hop[i] = 0;
+  for (int ii = 0; ii < list->inum; ii++) {
+    const int i = list->ilist[ii];
+    if (m_hop[i] != 0) continue;
+    const int *jlist = list->firstneigh[i];
+    for (int jj = 0; jj < list->numneigh[i]; jj++) {
+      const int j = jlist[jj] & NEIGHMASK;
+      if (j >= nlocal && m_hop[j] < 0 && mapped(j)) m_hop[j] = 1;
+    }
+  }
+
+  node_of_atom.assign(nall, -1);
+  atom_of_node.clear();
+  species.clear();
+  n_local = 0;
+  for (int i = 0; i < nall; i++) {
+    if (m_hop[i] < 0) continue;
+    node_of_atom[i] = (int) atom_of_node.size();
+    atom_of_node.push_back(i);
+    species.push_back(type_species[type[i]]);
+    n_local += i < nlocal;
+  }
+
+  pair_i.clear();
+  pair_j.clear();
+  pair_image.clear();
+  for (int ii = 0; ii < list->inum; ii++) {
+    const int i = list->ilist[ii];
+    const int ni = node_of_atom[i];
+    if (ni < 0) continue;
+    const int *jlist = list->firstneigh[i];
+    for (int jj = 0; jj < list->numneigh[i]; jj++) {
+      const int nj = node_of_atom[jlist[jj] & NEIGHMASK];
+      if (nj < 0) continue;
+      pair_i.push_back(ni);
+      pair_j.push_back(nj);
+    }
+  }
+}

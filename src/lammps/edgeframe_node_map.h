@@ -9,6 +9,9 @@
      is at most T hops away. Hops are counted on the neighbour list itself
      (cutoff r_cut + skin), a superset of the true edges, so the pruning is
      exact for every step until the next rebuild.
+   - Per-layer exchange (build_exchange): ghost features are received from
+     their owners before every layer, so only owned atoms receive edges, and
+     only ghosts that send to an owned atom become nodes.
    - Owned atoms come first (engine nodes 0..n_local-1 are the ones whose
      energies count), then ghosts, each in LAMMPS order.
 ------------------------------------------------------------------------- */
@@ -42,6 +45,12 @@ namespace edgeframe_glue {
     // layers: T, the number of message-passing layers of the model.
     void build(const int *type, int nlocal, int nall, const std::vector<int> &type_species,
                const NeighList *list, int layers);
+
+    // Per-layer exchange mode (ghost cutoff r_cut + skin, a plain full list): nodes are the
+    // mapped owned atoms and the mapped ghosts that are neighbours of one of them; pairs are
+    // (owned i <- j) only. Ghost features come from their owners through the exchange.
+    void build_exchange(const int *type, int nlocal, int nall, const std::vector<int> &type_species,
+                        const NeighList *list);
 
     // Single-rank periodic runs: every ghost is a periodic image of an owned atom, whose
     // features are the owner's at every layer. Nodes are the owned atoms only; a neighbour j

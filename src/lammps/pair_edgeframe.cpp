@@ -1,12 +1,19 @@
 /* ----------------------------------------------------------------------
-   pair_style edgeframe [precision fp64|fp32] [min_distance r]
+   pair_style edgeframe [precision fp64|fp32] [min_distance r] [fold_images yes|no]
+                        [ghost_mode exchange|shell] [timing basic|detail]
    pair_coeff * * <potential.safetensors> <element or NULL per type>
 
-   Exactness across MPI ranks (T message-passing layers): every rank keeps a
-   ghost shell of T*r_cut + skin and a full neighbour list that includes the
-   ghosts' neighbours, computes node features for owned and ghost atoms alike,
-   counts the energy of owned atoms only, and LAMMPS reverse-communicates the
-   forces on ghosts (newton on). See doc/pair_style.md.
+   Exactness across MPI ranks (T message-passing layers), two modes:
+   - exchange (default): ghost cutoff r_cut + skin; only owned atoms receive
+     edges; before every layer but the first, ghost features are overwritten
+     from their owners by LAMMPS' forward communication, and in the backward
+     pass their gradients are reverse-communicated onto the owners
+     (edgeframe_exchange.*).
+   - shell: a ghost shell of T*r_cut + skin and a full neighbour list that
+     includes the ghosts' neighbours; features computed on ghosts too.
+   Either way the energy counts owned atoms only and LAMMPS reverse-
+   communicates the forces on ghosts (newton on). One rank folds periodic
+   images onto owners instead (fold_images yes). See doc/pair_style.md.
 ------------------------------------------------------------------------- */
 
 #include "pair_edgeframe.h"
@@ -27,6 +34,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -106,11 +114,19 @@ void PairEdgeframe::settings(int narg, char **arg)
       m_precision = value;
     } else if (key == "fold_images") {
       m_fold_images = utils::logical(FLERR, value, false, lmp);
+    } else if (key == "ghost_mode") {
+      if (value != "exchange" && value != "shell")
+        error->all(FLERR, "pair_style edgeframe: unknown ghost_mode '{}' (valid: exchange, shell)", value);
+      m_ghost_exchange = value == "exchange";
+    } else if (key == "timing") {
+      if (value != "basic" && value != "detail")
+        error->all(FLERR, "pair_style edgeframe: unknown timing '{}' (valid: basic, detail)", value);
+      m_timing_detail = value == "detail";
     } else if (key == "min_distance") {
       m_min_distance = utils::numeric(FLERR, value, false, lmp);
       if (!(m_min_distance >= 0.0)) error->all(FLERR, "pair_style edgeframe: min_distance must be >= 0 (got {})", value);
     } else {
-      error->all(FLERR, "pair_style edgeframe: unknown keyword '{}' (valid: precision, min_distance, fold_images)", key);
+      error->all(FLERR, "pair_style edgeframe: unknown keyword '{}' (valid: precision, min_distance, fold_images, ghost_mode, timing)", key);
     }
     iarg += 2;
   }
@@ -181,6 +197,8 @@ void PairEdgeframe::init_engine(bool need_newton)
   m_graph.reset();
   m_need_node_map = true;    // rebuild the node map at the first compute
   m_time_graph = m_time_engine = m_time_copy = 0.0;    // the end-of-run split is per run
+  m_times = edgeframe::StepTimes();
+  m_sum_ghosts = m_sum_nodes = m_sum_ghost_nodes = m_sum_edges = 0.0;
   m_calls = 0;
   if (comm->me == 0 && !m_model_block_printed) print_model_block();
   m_model_block_printed = true;    // once per pair_coeff, not at every run
@@ -190,23 +208,49 @@ void PairEdgeframe::init_style()
 {
   init_engine();
   // One rank: every ghost is a periodic image of an owned atom and carries its owner's
-  // features, so the graph folds images onto owners and needs no ghost shell. Several ranks:
-  // ghost shell of T r_cut + skin (exact; issue #8 replaces it with per-layer exchange).
+  // features, so the graph folds images onto owners and needs no ghost shell. Several ranks
+  // (or fold_images no): per-layer exchange of ghost features (ghost cutoff r_cut + skin, the
+  // LAMMPS default), or the ghost shell of T r_cut + skin that computes ghost features itself.
   m_folded = m_fold_images && comm->nprocs == 1;
   if (m_folded && atom->map_style == Atom::MAP_NONE)
     error->all(FLERR, "pair_style edgeframe requires an atom map to fold periodic images onto their owners: "
                "add 'atom_modify map array' before the box is created (or use pair_style edgeframe fold_images no)");
-  ghostneigh = m_folded ? 0 : 1;
-  neighbor->add_request(this, m_folded ? NeighConst::REQ_FULL : (NeighConst::REQ_FULL | NeighConst::REQ_GHOST));
+  m_exchange = !m_folded && m_ghost_exchange;
+  const bool shell_mode = !m_folded && !m_exchange;
+  ghostneigh = shell_mode ? 1 : 0;
+  neighbor->add_request(this, shell_mode ? (NeighConst::REQ_FULL | NeighConst::REQ_GHOST) : NeighConst::REQ_FULL);
 
   const auto &cfg = m_potential->config;
+  // Exchange mode: the features of one atom, D * C values, travel as doubles (float features
+  // widen exactly); LAMMPS sizes its buffers from comm_forward / comm_reverse in comm->init.
+  m_exchange_width = cfg.num_coeffs() * cfg.channels;
+  comm_forward = comm_reverse = m_exchange ? m_exchange_width : 0;
+  // Under pair_style hybrid, comm->init sizes the buffers from the hybrid style's sizes, which
+  // it took from its sub-styles at pair_style time, before pair_coeff named our potential.
+  if (force->pair != this) {
+    force->pair->comm_forward = std::max(force->pair->comm_forward, comm_forward);
+    force->pair->comm_reverse = std::max(force->pair->comm_reverse, comm_reverse);
+  }
+  if (m_exchange && !m_feature_exchange)
+    m_feature_exchange = std::make_unique<edgeframe_glue::FeatureExchange>(comm, this);
   const double shell = cfg.layers * cfg.r_cut + neighbor->skin;
-  if (!m_folded && comm->cutghostuser < shell) {
+  if (shell_mode && comm->cutghostuser < shell) {
+    if (!m_cutghost_raised) m_cutghost_before = comm->cutghostuser;
+    m_cutghost_raised = true;
     comm->cutghostuser = shell;
     if (comm->me == 0)
       utils::logmesg(lmp, "edgeframe: ghost cutoff set to {:.4g} A = {} layers x {:.4g} A + skin {:.4g} A\n", shell,
                      cfg.layers, cfg.r_cut, neighbor->skin);
   }
+  if (!shell_mode && m_cutghost_raised) {    // an earlier run in shell mode raised it
+    comm->cutghostuser = m_cutghost_before;
+    m_cutghost_raised = false;
+  }
+  if (m_exchange && comm->me == 0)
+    utils::logmesg(lmp,
+                   "edgeframe: ghost mode exchange: ghost cutoff r_cut + skin = {:.4g} A; {} features per atom "
+                   "forward-communicated before layers 2..{} and reverse-communicated in the backward pass\n",
+                   cfg.r_cut + neighbor->skin, m_exchange_width, cfg.layers);
 }
 
 double PairEdgeframe::init_one(int i, int j)
@@ -242,6 +286,8 @@ void PairEdgeframe::rebuild_graph()
   if (m_folded) {
     Atom *a = atom;
     m_nodes.build_folded(atom->type, nlocal, m_type_species, list, [a](int j) { return a->map(a->tag[j]); });
+  } else if (m_exchange) {
+    m_nodes.build_exchange(atom->type, nlocal, nall, m_type_species, list);
   } else {
     m_nodes.build(atom->type, nlocal, nall, m_type_species, list, m_potential->config.layers);
   }
@@ -273,7 +319,8 @@ void PairEdgeframe::rebuild_graph()
 
   if (m_need_node_map && comm->me == 0)
     utils::logmesg(lmp, "edgeframe: rank 0 graph ({}): {} nodes ({} owned, {} ghosts kept of {} mapped atoms), {} candidate pairs\n",
-                   m_folded ? "periodic images folded onto owners" : "ghost shell", n, m_nodes.n_local,
+                   m_folded ? "periodic images folded onto owners" : (m_exchange ? "per-layer exchange" : "ghost shell"),
+                   n, m_nodes.n_local,
                    n - m_nodes.n_local, m_nodes.n_candidates, p);
   m_need_node_map = false;
 }
@@ -346,13 +393,22 @@ void PairEdgeframe::compute(int eflag, int vflag)
 
   double t0 = platform::walltime();
   if (m_need_node_map || neighbor->ago == 0) rebuild_graph();
-  // A rank that owns no mapped atom has no energy and so exerts no force: nothing to do
-  // (ranks of an open box beyond the atoms, or every owned type NULL under hybrid).
-  if (m_nodes.n_local == 0) return;
+  m_sum_ghosts += atom->nghost;
+  if (m_exchange) m_feature_exchange->bind(&m_nodes, atom->nlocal + atom->nghost, m_exchange_width);
+  // A rank that owns no mapped atom has no energy and so exerts no force: nothing to compute
+  // (ranks of an open box beyond the atoms, or every owned type NULL under hybrid). In
+  // exchange mode it still takes part in every communication: its ghosts may be relays.
+  if (m_nodes.n_local == 0) {
+    if (m_exchange) idle_exchange();
+    return;
+  }
   copy_positions();
   build_step_graph();
   double t1 = platform::walltime();
   m_time_graph += t1 - t0;
+  m_sum_nodes += m_nodes.n_nodes();
+  m_sum_ghost_nodes += m_nodes.n_nodes() - m_nodes.n_local;
+  m_sum_edges += m_graph->edges.n_edges;
   check_min_distance();
 
   edgeframe::What what;
@@ -360,6 +416,8 @@ void PairEdgeframe::compute(int eflag, int vflag)
   what.energies = eflag_atom;
   what.virial = vflag_global;
   what.atom_virial = vflag_atom || cvflag_atom;
+  what.exchange = m_exchange ? m_feature_exchange.get() : nullptr;
+  what.times = m_timing_detail ? &m_times : nullptr;
   const int n = m_nodes.n_nodes();
   auto positions = Kokkos::subview(m_buffers->x, std::make_pair(0, n), Kokkos::ALL);
   edgeframe::Result result;
@@ -409,16 +467,79 @@ void PairEdgeframe::accumulate_per_atom(const edgeframe::Result &result, const i
   }
 }
 
+void PairEdgeframe::idle_exchange()
+{
+  // The same sequence as the engine makes on ranks with atoms (exchange.hpp): T-1 forward
+  // exchanges, then T-1 reverse ones, with no rows of this rank's own.
+  const double t0 = platform::walltime();
+  const int exchanges = m_potential->config.layers - 1;
+  call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe (exchange)", [&] {
+    for (int k = 0; k < exchanges; k++) m_feature_exchange->forward(edgeframe::NodeRows());
+    for (int k = 0; k < exchanges; k++) m_feature_exchange->reverse(edgeframe::NodeRows());
+  });
+  const double dt = platform::walltime() - t0;
+  m_time_engine += dt;
+  if (m_timing_detail) {
+    m_times.exchange += dt;
+    m_times.total += dt;
+  }
+}
+
+int PairEdgeframe::pack_forward_comm(int n, int *list, double *buf, int, int *)
+{
+  return m_feature_exchange->pack_forward(n, list, buf);
+}
+
+void PairEdgeframe::unpack_forward_comm(int n, int first, double *buf)
+{
+  m_feature_exchange->unpack_forward(n, first, buf);
+}
+
+int PairEdgeframe::pack_reverse_comm(int n, int first, double *buf)
+{
+  return m_feature_exchange->pack_reverse(n, first, buf);
+}
+
+void PairEdgeframe::unpack_reverse_comm(int n, int *list, double *buf)
+{
+  m_feature_exchange->unpack_reverse(n, list, buf);
+}
+
 void PairEdgeframe::finish()
 {
   if (m_calls == 0) return;
+  const double calls = (double) m_calls;
   double local[3] = {m_time_graph, m_time_engine, m_time_copy}, sum[3];
   MPI_Allreduce(local, sum, 3, MPI_DOUBLE, MPI_SUM, world);
+  // Graph size per force call on each rank: mean and max over ranks.
+  double g[4] = {m_sum_ghosts / calls, m_sum_nodes / calls, m_sum_ghost_nodes / calls, m_sum_edges / calls};
+  double g_sum[4], g_max[4];
+  MPI_Allreduce(g, g_sum, 4, MPI_DOUBLE, MPI_SUM, world);
+  MPI_Allreduce(g, g_max, 4, MPI_DOUBLE, MPI_MAX, world);
+  double d[6] = {m_time_graph, m_times.geometry, m_times.edge_frame, m_times.dense(), m_times.exchange, m_time_copy};
+  double d_sum[6], d_max[6];
+  if (m_timing_detail) {
+    MPI_Allreduce(d, d_sum, 6, MPI_DOUBLE, MPI_SUM, world);
+    MPI_Allreduce(d, d_max, 6, MPI_DOUBLE, MPI_MAX, world);
+  }
   if (comm->me == 0) {
     const double p = comm->nprocs;
     utils::logmesg(lmp,
                    "edgeframe timing over {} force calls (seconds, mean over {} ranks): graph build + position "
                    "upload {:.4g} | engine (band, edge-frame kernels, GEMMs) {:.4g} | results to LAMMPS {:.4g}\n",
                    m_calls, comm->nprocs, sum[0] / p, sum[1] / p, sum[2] / p);
+    if (m_timing_detail)
+      utils::logmesg(lmp,
+                     "edgeframe timing detail (seconds, mean / max over ranks): graph build + upload {:.4g} / {:.4g} | "
+                     "band + radial + edge vectors + force sums {:.4g} / {:.4g} | edge-frame kernels {:.4g} / {:.4g} | "
+                     "GEMMs + dense torch ops {:.4g} / {:.4g} | feature exchange {:.4g} / {:.4g} | results to LAMMPS "
+                     "{:.4g} / {:.4g}\n",
+                     d_sum[0] / p, d_max[0], d_sum[1] / p, d_max[1], d_sum[2] / p, d_max[2], d_sum[3] / p, d_max[3],
+                     d_sum[4] / p, d_max[4], d_sum[5] / p, d_max[5]);
+    utils::logmesg(lmp,
+                   "edgeframe graph per rank and force call ({}; mean / max over ranks): LAMMPS ghosts {:.1f} / {:.0f} | "
+                   "nodes {:.1f} / {:.0f} | ghost nodes {:.1f} / {:.0f} | edges {:.1f} / {:.0f}\n",
+                   m_folded ? "images folded" : (m_exchange ? "per-layer exchange" : "ghost shell"), g_sum[0] / p,
+                   g_max[0], g_sum[1] / p, g_max[1], g_sum[2] / p, g_max[2], g_sum[3] / p, g_max[3]);
   }
 }

@@ -10,7 +10,9 @@
 
 #include "pair.h"
 
+#include "edgeframe_exchange.h"
 #include "edgeframe_node_map.h"
+#include "step_times.hpp"
 
 #include <memory>
 #include <string>
@@ -37,11 +39,22 @@ class PairEdgeframe : public Pair {
   double init_one(int, int) override;
   void finish() override;
 
+  // Per-layer exchange mode: node features (and, backwards, their gradients) per atom.
+  int pack_forward_comm(int, int *, double *, int, int *) override;
+  void unpack_forward_comm(int, int, double *) override;
+  int pack_reverse_comm(int, int, double *) override;
+  void unpack_reverse_comm(int, int *, double *) override;
+
  protected:
   std::string m_precision = "fp32";       // pair_style keyword precision
   double m_min_distance = 0.3;            // Angstrom, keyword min_distance (see doc/pair_style.md)
   bool m_fold_images = true;              // keyword fold_images: fold periodic images on one rank
   bool m_folded = false;                  // this run folds images (one rank and fold_images yes)
+  bool m_ghost_exchange = true;           // keyword ghost_mode: exchange (true) | shell (false)
+  bool m_exchange = false;                // this run exchanges ghost features per layer
+  bool m_timing_detail = false;           // keyword timing: basic | detail (fenced engine split)
+  bool m_cutghost_raised = false;         // the shell mode raised comm->cutghostuser ...
+  double m_cutghost_before = 0.0;         // ... from this value (restored in exchange mode)
   std::string m_potential_file;           // pair_coeff file
   std::vector<std::string> m_type_element;  // [ntypes+1] element per LAMMPS type, "NULL" allowed
   std::vector<int> m_type_species;          // [ntypes+1] potential species index, -1 for NULL
@@ -52,9 +65,14 @@ class PairEdgeframe : public Pair {
   edgeframe_glue::NodeMap m_nodes;    // LAMMPS atom <-> engine node, rebuilt with the graph
   bool m_need_node_map = true;        // node map stale: rebuild at the next compute
   struct EdgeframeBuffers *m_buffers;  // engine-side positions and species (pair_edgeframe.cpp)
+  std::unique_ptr<edgeframe_glue::FeatureExchange> m_feature_exchange;    // exchange mode
+  int m_exchange_width = 0;           // D * C values per atom and exchange
 
   double m_time_graph = 0.0, m_time_engine = 0.0, m_time_copy = 0.0;    // seconds, this rank
   bigint m_calls = 0;
+  edgeframe::StepTimes m_times;       // timing detail: the engine's fenced split, this rank
+  // Per-call sums for the end-of-run graph line: LAMMPS ghosts, nodes, ghost nodes, edges.
+  double m_sum_ghosts = 0.0, m_sum_nodes = 0.0, m_sum_ghost_nodes = 0.0, m_sum_edges = 0.0;
   bool m_model_block_printed = false;
 
   void allocate();
@@ -69,6 +87,7 @@ class PairEdgeframe : public Pair {
   void check_min_distance();
   void copy_positions();
   void build_step_graph();
+  void idle_exchange();
 };
 
 }    // namespace LAMMPS_NS

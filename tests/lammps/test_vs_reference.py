@@ -24,7 +24,7 @@ def close(a, b, rel=REL_TOL_FP64, floor=ABS_FLOOR):
 
 @pytest.fixture(scope="module")
 def small_model(tmp_path_factory):
-    """A random model sized so a fat ghost shell (T r_cut + skin) stays cheap. Three layers:
+    """A random model sized so that the ghost shell mode (T r_cut + skin) stays cheap. Three layers:
     with two, the m != 0 band rows and the m > 0 SO(2) blocks cannot reach the energy."""
     cfg = random_init.make_config("L2", lmax=2, mmax=2, r_cut=2.8, layers=3, channels=8, hidden_channels=8,
                                   ffn_channels=8, radial_hidden=16, readout_hidden=8, edge_emb=4,
@@ -75,7 +75,7 @@ CENTROID = VOIGT + [(1, 0), (2, 0), (2, 1)]
 @pytest.mark.parametrize("name", ["diamond64", "bcc_cu54", "triclinic_ccu16", "cluster"])
 def test_single_rank_matches_reference(lammps, tmp_path, small_model, name, fold):
     # fold yes (the default on one rank): periodic images folded onto their owners;
-    # fold no: the ghost shell of T r_cut + skin that several ranks use.
+    # fold no: the ghost mode that several ranks use (per-layer exchange by default).
     model, path = small_model
     atoms, boundary = structure(name)
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, style_args=f" fold_images {fold}")
@@ -98,6 +98,7 @@ def test_single_rank_matches_reference(lammps, tmp_path, small_model, name, fold
                                               ("diamond64", 8, "2 2 2"), ("diamond64", 4, "4 1 1"),
                                               ("cluster", 4, "4 1 1"), ("triclinic_ccu16", 3, "3 1 1")])
 def test_mpi_ranks_match_reference(lammps, tmp_path, small_model, name, nprocs, grid):
+    # Default ghost mode (exchange); test_ghost_exchange.py compares both modes.
     # diamond 4 1 1: 1.8 A thick subdomains, far thinner than T r_cut = 8.4 A; 8 ranks on 64
     # atoms: few atoms per rank; cluster 4 1 1: the open box is padded by 20 A, so the outer
     # two ranks own no atom at all.
