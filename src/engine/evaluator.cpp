@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "band_layout.hpp"
@@ -289,6 +290,40 @@ Precision Evaluator::precision() const { return m_impl->precision; }
 std::size_t Evaluator::workspace_allocations() const { return m_impl->workspace.allocations(); }
 std::size_t Evaluator::workspace_bytes() const { return m_impl->workspace.bytes(); }
 
+namespace {
+
+// Failure path only (a sum came out non-finite): the first node whose per-atom energy (owned
+// nodes) or force is non-finite, so that the caller can name an atom. Costs two host copies,
+// and nothing on the path that succeeds.
+[[noreturn]] void throw_non_finite(const Result& res, int n_local, bool have_forces) {
+  const auto e = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), res.energies);
+  const auto f = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), res.forces);
+  const int n = static_cast<int>(e.extent(0));
+  int first = -1, count = 0;
+  for (int k = 0; k < n; ++k) {
+    bool bad = k < n_local && !std::isfinite(e(k));
+    for (int d = 0; have_forces && d < 3; ++d) bad = bad || !std::isfinite(f(k, d));
+    if (bad && count++ == 0) first = k;
+  }
+  auto show = [](double v) {    // "nan", never "-nan": the sign of a NaN means nothing
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", std::isnan(v) ? std::fabs(v) : v);
+    return std::string(buf);
+  };
+  const std::string summary = std::isfinite(res.energy)
+                                  ? "non-finite forces or virial (dE/dr_e has NaN or Inf)"
+                                  : "non-finite energy (" + show(res.energy) + " eV)";
+  std::string detail;
+  if (first >= 0) {
+    detail = "energy " + show(e(first)) + " eV";
+    if (have_forces)
+      detail += ", force (" + show(f(first, 0)) + ", " + show(f(first, 1)) + ", " + show(f(first, 2)) + ") eV/A";
+  }
+  throw NonFiniteError(summary, first, count, detail);
+}
+
+}  // namespace
+
 Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what) {
   impl::StepContext step;
   step.times = what.times;
@@ -414,9 +449,9 @@ Result Evaluator::Impl::compute(const AtomGraph& graph, kk::Vec3View<const doubl
   auto host_sums = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sums);  // host boundary: fences
   res.energy = host_sums(9);
   for (int q = 0; q < 9; ++q) res.virial[q] = host_sums(q);
-  if (!std::isfinite(res.energy)) throw ComputeError("edgeframe: the energy is not finite (" + std::to_string(res.energy) + ")");
-  for (int q = 0; q < 9; ++q)
-    if (!std::isfinite(res.virial[q])) throw ComputeError("edgeframe: non-finite forces (dE/dr_e has NaN or Inf)");
+  bool finite = std::isfinite(res.energy);
+  for (int q = 0; q < 9; ++q) finite = finite && std::isfinite(res.virial[q]);  // NaN/Inf in any dE/dr_e lands here
+  if (!finite) throw_non_finite(res, graph.n_local, grad);
   return res;
 }
 

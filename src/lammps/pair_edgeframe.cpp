@@ -38,6 +38,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 using namespace LAMMPS_NS;
 using edgeframe_glue::call_engine;
@@ -421,10 +422,29 @@ void PairEdgeframe::compute(int eflag, int vflag)
   const int n = m_nodes.n_nodes();
   auto positions = Kokkos::subview(m_buffers->x, std::make_pair(0, n), Kokkos::ALL);
   edgeframe::Result result;
+  std::optional<edgeframe::NonFiniteError> non_finite;    // reported below, outside call_engine's catch
   call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe", [&] {
-    result = m_evaluator->compute(*m_graph, positions, what);
+    try {
+      result = m_evaluator->compute(*m_graph, positions, what);
+    } catch (const edgeframe::NonFiniteError &e) {
+      non_finite.emplace(e);
+      return;
+    }
     Kokkos::fence("edgeframe::compute results to host");    // LAMMPS reads them on the host next
   });
+  if (non_finite) {
+    // The engine names a node; the user needs the atom and the step. Nothing has been added
+    // to f, eng_vdwl or the virial yet, and error->one stops before LAMMPS integrates on.
+    const int k = non_finite->node();
+    if (k < 0)
+      error->one(FLERR, "pair_style edgeframe: {} at step {}; stopping instead of integrating on",
+                 non_finite->summary(), update->ntimestep);
+    error->one(FLERR,
+               "pair_style edgeframe: {} at step {}: atom {} is the first atom with a non-finite energy or force "
+               "({}; {} atom(s) of this rank's graph affected); stopping instead of integrating on",
+               non_finite->summary(), update->ntimestep, atom->tag[m_nodes.atom_of_node[k]], non_finite->detail(),
+               non_finite->count());
+  }
   double t2 = platform::walltime();
   m_time_engine += t2 - t1;
 

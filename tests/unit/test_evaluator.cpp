@@ -370,6 +370,45 @@ TEST(Evaluator, ForcesAreMinusTheEnergyGradient) {
     }
 }
 
+TEST(Evaluator, NonFiniteEnergyNamesTheFirstNodeAndOnlyOwnedEnergiesCount) {
+  // e0[Cu] = 1e39 eV is a finite double that overflows float32 (max 3.4e38): in fp32 every Cu
+  // atom's energy is +inf, in fp64 nothing is wrong. The structure alternates C, Cu, C, ...
+  const Golden g = load_golden("triclinic_ccu16_L2m1");
+  auto pot = read_potential(g.model_file);
+  ASSERT_EQ(pot.config.species.at(1), "Cu");
+  pot.config.e0[1] = 1e39;
+  int first_cu = -1, n_cu = 0;
+  for (int a = 0; a < int(g.species.size()); ++a)
+    if (g.species[a] == 1 && n_cu++ == 0) first_cu = a;
+  ASSERT_GT(first_cu, 0);
+  auto d = upload(g, g.x);
+  Evaluator ev64(pot, {Precision::fp64});
+  EXPECT_TRUE(std::isfinite(run(ev64, d).energy));
+  Evaluator ev32(pot, {Precision::fp32});
+  try {
+    run(ev32, d);
+    ADD_FAILURE() << "no NonFiniteError";
+  } catch (const NonFiniteError& e) {
+    EXPECT_EQ(e.node(), first_cu);
+    EXPECT_EQ(e.count(), n_cu);
+    EXPECT_EQ(e.summary(), "non-finite energy (inf eV)");
+    EXPECT_NE(std::string(e.what()).find("first node with a non-finite energy or force: " + std::to_string(first_cu)),
+              std::string::npos)
+        << e.what();
+  }
+  // Energies of nodes past n_local (ghosts) do not count: neither in the sum nor in the scan.
+  d.graph.n_local = first_cu;
+  EXPECT_TRUE(std::isfinite(run(ev32, d).energy));
+  d.graph.n_local = first_cu + 1;
+  try {
+    run(ev32, d);
+    ADD_FAILURE() << "no NonFiniteError with n_local " << first_cu + 1;
+  } catch (const NonFiniteError& e) {
+    EXPECT_EQ(e.node(), first_cu);
+    EXPECT_EQ(e.count(), 1) << "ghost energies were counted";
+  }
+}
+
 TEST(Evaluator, RejectsMismatchedInputs) {
   const Golden g = load_golden("cluster_axes11_L2m1");
   const auto pot = read_potential(g.model_file);

@@ -1,0 +1,101 @@
+"""A non-finite energy or force stops the run with the step and an atom ID, and nothing is
+integrated after it. The trigger is a real potential file (tests/lammps/overflow_model.py): finite
+weights that overflow float32 once atom 6, moved by fix move, comes within 1.6 A of atom 5."""
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import overflow_model
+
+FIRST_BAD_STEP = 30   # the float32 reference overflows here and not before (asserted when writing)
+
+
+@pytest.fixture(scope="module")
+def overflow_potential(tmp_path_factory):
+    path = tmp_path_factory.mktemp("overflow") / "overflow.safetensors"
+    overflow_model.write(path, FIRST_BAD_STEP)
+    return path
+
+
+def script(model, precision, extra=""):
+    atoms = "\n".join(f"create_atoms 1 single {float(x)!r} {float(y)!r} {float(z)!r} units box"
+                      for x, y, z in overflow_model.positions_at(0))
+    return f"""
+units metal
+atom_style atomic
+atom_modify map array
+boundary f f f
+{extra}
+region box block -5 15 -5 7 -5 5
+create_box 1 box
+{atoms}
+mass 1 12.011
+pair_style edgeframe precision {precision}
+pair_coeff * * {model} C
+group mover id 6
+fix 1 mover move linear {-overflow_model.SPEED} 0.0 0.0
+timestep {overflow_model.TIMESTEP}
+thermo 1
+thermo_style custom step pe
+thermo_modify format float %.10g
+dump d all custom 1 traj.dump id x y z
+dump_modify d sort id format float %.10g
+run 40
+"""
+
+
+def thermo_steps(output):
+    lines = output.splitlines()
+    k = next(k for k, line in enumerate(lines) if line.split() == ["Step", "PotEng"])
+    rows = []
+    for line in lines[k + 1:]:
+        parts = line.split()
+        if len(parts) != 2 or not parts[0].isdigit():
+            break
+        rows.append((int(parts[0]), float(parts[1])))
+    return rows
+
+
+def dump_frames(path):
+    """{step: x of atom 6} from the custom dump."""
+    frames = {}
+    for block in Path(path).read_text().split("ITEM: TIMESTEP")[1:]:
+        rows = block.strip().splitlines()
+        start = next(i for i, r in enumerate(rows) if r.startswith("ITEM: ATOMS")) + 1
+        atoms = {int(r.split()[0]): float(r.split()[1]) for r in rows[start:]}
+        frames[int(rows[0])] = atoms[6]
+    return frames
+
+
+@pytest.mark.parametrize("nprocs,extra", [(1, ""), (2, "processors 2 1 1")])
+def test_non_finite_energy_stops_with_step_and_atom(lammps, tmp_path, overflow_potential, nprocs, extra):
+    # Two ranks: the ghost-shell path, where the first bad node may be a ghost (its tag is the
+    # owner's ID).
+    run = lammps(script(overflow_potential, "fp32", extra), nprocs=nprocs)
+    assert run.returncode != 0, run.output[-2000:]
+    match = re.search(r"pair_style edgeframe: non-finite energy \(nan eV\) at step (\d+): atom (\d+) is the first "
+                      r"atom with a non-finite energy or force", run.output)
+    assert match, run.output[-2000:]
+    assert int(match.group(1)) == FIRST_BAD_STEP
+    assert int(match.group(2)) in (5, 6)     # the two atoms of the short edge, never the square's 1-4
+    assert "stopping instead of integrating on" in run.output
+    # Nothing after the bad step: thermo and dump end one step before it, with finite energies,
+    # and atom 6 stands where fix move put it at that step.
+    steps = thermo_steps(run.output)
+    assert [s for s, _ in steps] == list(range(FIRST_BAD_STEP))
+    assert all(np.isfinite(pe) for _, pe in steps)
+    frames = dump_frames(tmp_path / "traj.dump")
+    assert sorted(frames) == list(range(FIRST_BAD_STEP))
+    expect = overflow_model.positions_at(FIRST_BAD_STEP - 1)[5, 0]
+    assert abs(frames[FIRST_BAD_STEP - 1] - expect) < 1e-8
+
+
+def test_the_same_file_in_fp64_runs_through(lammps, tmp_path, overflow_potential):
+    # The file itself is valid (finite weights): only float32 overflows.
+    run = lammps(script(overflow_potential, "fp64"))
+    assert run.returncode == 0, run.output[-2000:]
+    steps = thermo_steps(run.output)
+    assert [s for s, _ in steps] == list(range(41))
+    assert all(np.isfinite(pe) for _, pe in steps)
