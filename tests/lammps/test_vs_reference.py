@@ -141,3 +141,22 @@ def test_kokkos_style_matches_reference(lammps, tmp_path, small_model, name, npr
     assert close(lammps_w, [[atom_virial[k, a, b] for a, b in VOIGT] for k in range(len(atoms))])
     lammps_cw = -dump[:, 11:20] / METAL_NKTV2P
     assert close(lammps_cw, [[atom_virial[k, a, b] for a, b in CENTROID] for k in range(len(atoms))])
+
+
+def test_host_style_and_kokkos_two_threads_agree(lammps, tmp_path, small_model):
+    # The plain style (host-staged, engine on one OpenMP thread here, OMP_NUM_THREADS=1) against
+    # edgeframe/kk under -k on t 2 (one rank: the device-resident path, with LAMMPS' Kokkos
+    # neighbour list and the device atom map, on two OpenMP threads). The engine's kernels use
+    # no atomics and sum in a fixed order (CSR), but the two paths may order pairs differently
+    # and LibTorch's GEMMs may split work differently: fp64 rounding is the bar.
+    _, path = small_model
+    atoms, boundary = structure("diamond64")
+    _, thermo_h, dump_h, out_h = run_case(lammps, tmp_path, path, atoms, boundary)
+    _, thermo_k, dump_k, out_k = run_case(lammps, tmp_path, path, atoms, boundary,
+                                          args=("-k", "on", "t", "2", "-sf", "kk"))
+    assert "pair edgeframe/kk" in out_k and "using 2 OpenMP thread(s)" in out_k
+    assert "pair edgeframe/kk" not in out_h
+    assert close(thermo_k[1:], thermo_h[1:], rel=1e-12, floor=1e-13)
+    assert close(dump_k[:, 1:], dump_h[:, 1:], rel=1e-12, floor=1e-13)
+    print("host vs kk t 2: max |d thermo| %.3e, max |d dump| %.3e"
+          % (np.abs(np.array(thermo_k) - thermo_h).max(), np.abs(dump_k - dump_h).max()))
