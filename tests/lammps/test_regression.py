@@ -61,26 +61,30 @@ run 20
         assert abs(thermo[step, 2] - ref[step]["ke"]) <= 1e-9 * max(ref[step]["ke"], 1.0)
 
 
-# The stored example (examples/regression: shipped carbon potential, 64 atoms, 20 steps of
-# 0.5 fs), replayed as a user would: in.regression, then tools/regression/compare.py.
-# Measured (2026-11-29): fp64 3.1e-11 A, fp32 3.1e-8 A worst deviation over the 20 steps (fp32
-# forces are within ~1e-5 of fp64, and position errors grow as t^2 from there).
-STORED_TOL = {"fp64": 1e-8, "fp32": 3e-7}    # Angstrom: 300x and 10x above the measured
+# The stored examples (examples/regression: the shipped potentials, 64-atom diamond and 54-atom
+# bcc Cu, 20 steps of 0.5 fs), replayed as a user would: in.regression, then compare.py.
+# Measured worst deviations over the 20 steps (2026-11-29): diamond fp64 3.1e-11 A, fp32
+# 3.1e-8 A; bcc Cu fp64 5.4e-15 A, fp32 3.4e-9 A (fp32 forces are within ~1e-5 of fp64, and
+# position errors grow as t^2 from there).
+STORED_TOL = {"fp64": 1e-8, "fp32": 3e-7}    # Angstrom: >= 300x and 10x above the measured
+STORED = {"diamond": ("C-diamond.safetensors", "C", ""), "cu-bcc": ("Cu.safetensors", "Cu", "cu-bcc")}
 
 
 @pytest.mark.parametrize("precision", ["fp64", "fp32"])
-def test_stored_diamond_reference_replays(lammps, tmp_path, precision):
+@pytest.mark.parametrize("system", ["diamond", "cu-bcc"])
+def test_stored_reference_replays(lammps, tmp_path, system, precision):
+    potential, element, sub = STORED[system]
     example = REPO / "examples" / "regression"
     cmd = [lammps.lmp, "-in", str(example / "in.regression"), "-log", "none", "-var", "plugin", lammps.plugin,
-           "-var", "potential", str(REPO / "potentials" / "C-diamond.safetensors"), "-var", "dir", str(example),
-           "-var", "precision", precision]
+           "-var", "potential", str(REPO / "potentials" / potential), "-var", "element", element,
+           "-var", "dir", str(example / sub), "-var", "precision", precision]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     run = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert run.returncode == 0, (run.stdout + run.stderr)[-2000:]
     check = subprocess.run([sys.executable, str(REPO / "tools" / "regression" / "compare.py"),
-                            str(tmp_path / "regression.dump"), str(example / "reference.json"),
+                            str(tmp_path / "regression.dump"), str(example / sub / "reference.json"),
                             "--tol", repr(STORED_TOL[precision])], capture_output=True, text=True)
     print(check.stdout.splitlines()[-1] if check.stdout else check.stderr)
     assert check.returncode == 0 and "compare: PASS" in check.stdout, (
-        check.stdout[-1500:] + "\nIf potentials/C-diamond.safetensors was changed on purpose, regenerate "
-        "examples/regression/reference.json with the command in examples/regression/README.md.")
+        check.stdout[-1500:] + f"\nIf potentials/{potential} was changed on purpose, regenerate the reference "
+        "with the command in examples/regression/README.md.")
