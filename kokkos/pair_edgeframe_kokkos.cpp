@@ -27,6 +27,7 @@
 #include "potential.hpp"
 
 #include <cmath>
+#include <optional>
 
 using namespace LAMMPS_NS;
 using edgeframe_glue::call_engine;
@@ -319,8 +320,18 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
     what.virial = vflag_global;
     what.atom_virial = vflag_atom || cvflag_atom;
     edgeframe::Result result;
-    call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe/kk",
-                [&] { result = m_evaluator->compute(*m_graph, positions, what); });
+    std::optional<edgeframe::NonFiniteError> non_finite;    // reported outside call_engine's catch
+    call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe/kk", [&] {
+      try {
+        result = m_evaluator->compute(*m_graph, positions, what);
+      } catch (const edgeframe::NonFiniteError &e) {
+        non_finite.emplace(e);
+      }
+    });
+    if (non_finite) {
+      atomKK->sync(Host, TAG_MASK);
+      report_non_finite(*non_finite, h_atom_of_node.data());
+    }
     double t2 = platform::walltime();
     m_time_engine += t2 - t1;
 

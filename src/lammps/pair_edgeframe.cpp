@@ -387,6 +387,20 @@ void PairEdgeframe::check_min_distance()
   }
 }
 
+void PairEdgeframe::report_non_finite(const edgeframe::NonFiniteError &e, const int *atom_of_node)
+{
+  // The engine names a node; the user needs the atom and the step. Callers report before
+  // adding anything to f, eng_vdwl or the virial, and error->one stops before LAMMPS integrates on.
+  const int k = e.node();
+  if (k < 0)
+    error->one(FLERR, "pair_style edgeframe: {} at step {}; stopping instead of integrating on", e.summary(),
+               update->ntimestep);
+  error->one(FLERR,
+             "pair_style edgeframe: {} at step {}: atom {} is the first atom with a non-finite energy or force "
+             "({}; {} atom(s) of this rank's graph affected); stopping instead of integrating on",
+             e.summary(), update->ntimestep, atom->tag[atom_of_node[k]], e.detail(), e.count());
+}
+
 void PairEdgeframe::compute(int eflag, int vflag)
 {
   ev_init(eflag, vflag);
@@ -432,19 +446,7 @@ void PairEdgeframe::compute(int eflag, int vflag)
     }
     Kokkos::fence("edgeframe::compute results to host");    // LAMMPS reads them on the host next
   });
-  if (non_finite) {
-    // The engine names a node; the user needs the atom and the step. Nothing has been added
-    // to f, eng_vdwl or the virial yet, and error->one stops before LAMMPS integrates on.
-    const int k = non_finite->node();
-    if (k < 0)
-      error->one(FLERR, "pair_style edgeframe: {} at step {}; stopping instead of integrating on",
-                 non_finite->summary(), update->ntimestep);
-    error->one(FLERR,
-               "pair_style edgeframe: {} at step {}: atom {} is the first atom with a non-finite energy or force "
-               "({}; {} atom(s) of this rank's graph affected); stopping instead of integrating on",
-               non_finite->summary(), update->ntimestep, atom->tag[m_nodes.atom_of_node[k]], non_finite->detail(),
-               non_finite->count());
-  }
+  if (non_finite) report_non_finite(*non_finite, m_nodes.atom_of_node.data());
   double t2 = platform::walltime();
   m_time_engine += t2 - t1;
 

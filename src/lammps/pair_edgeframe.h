@@ -23,6 +23,7 @@ class Evaluator;
 struct Potential;
 struct AtomGraph;
 struct Result;
+class NonFiniteError;
 }    // namespace edgeframe
 
 namespace LAMMPS_NS {
@@ -82,6 +83,9 @@ class PairEdgeframe : public Pair {
   void init_engine(bool need_newton = true);    // preconditions, evaluator, model block, per-run timers
   // Per-atom energy and virial (6 and centroid 9) of engine nodes onto LAMMPS atoms.
   void accumulate_per_atom(const edgeframe::Result &result, const int *atom_of_node, int n_nodes, int n_local);
+  // A non-finite energy or force from the engine: error->one with the step and the atom ID
+  // (atom_of_node: host array, engine node -> LAMMPS local index; atom->tag read on the host).
+  void report_non_finite(const edgeframe::NonFiniteError &e, const int *atom_of_node);
   void print_model_block();
   void rebuild_graph();
   void check_min_distance();

@@ -69,11 +69,17 @@ def dump_frames(path):
     return frames
 
 
-@pytest.mark.parametrize("nprocs,extra", [(1, ""), (2, "processors 2 1 1")])
-def test_non_finite_energy_stops_with_step_and_atom(lammps, tmp_path, overflow_potential, nprocs, extra):
+KOKKOS = ("-k", "on", "t", "1", "-sf", "kk")
+
+
+@pytest.mark.parametrize("nprocs,extra,args", [(1, "", ()), (2, "processors 2 1 1", ()), (1, "", KOKKOS)],
+                         ids=["one-rank", "two-ranks", "kk"])
+def test_non_finite_energy_stops_with_step_and_atom(lammps, tmp_path, overflow_potential, nprocs, extra, args):
     # Two ranks: the ghost-shell path, where the first bad node may be a ghost (its tag is the
-    # owner's ID).
-    run = lammps(script(overflow_potential, "fp32", extra), nprocs=nprocs)
+    # owner's ID). kk: edgeframe/kk's device-resident path (one rank).
+    run = lammps(script(overflow_potential, "fp32", extra), nprocs=nprocs, args=args)
+    if args:
+        assert "edgeframe/kk: device-resident path" in run.output, run.output[-2000:]
     assert run.returncode != 0, run.output[-2000:]
     match = re.search(r"pair_style edgeframe: non-finite energy \(nan eV\) at step (\d+): atom (\d+) is the first "
                       r"atom with a non-finite energy or force", run.output)
