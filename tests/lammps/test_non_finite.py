@@ -19,7 +19,7 @@ def overflow_potential(tmp_path_factory):
     return path
 
 
-def script(model, precision, extra=""):
+def script(model, precision, extra="", style=""):
     atoms = "\n".join(f"create_atoms 1 single {float(x)!r} {float(y)!r} {float(z)!r} units box"
                       for x, y, z in overflow_model.positions_at(0))
     return f"""
@@ -33,7 +33,7 @@ region box block -5 15 -5 7 -5 5
 create_box 1 box
 {atoms}
 mass 1 12.011
-pair_style edgeframe precision {precision}
+pair_style edgeframe precision {precision}{style}
 pair_coeff * * {model} C
 group mover id 6
 fix 1 mover move linear {-overflow_model.SPEED} 0.0 0.0
@@ -73,21 +73,24 @@ def dump_frames(path):
 KOKKOS = ("-k", "on", "t", "1", "-sf", "kk")
 
 
-@pytest.mark.parametrize("nprocs,extra,args", [(1, "", ()), (2, "processors 1 2 1", ()), (1, "", KOKKOS)],
-                         ids=["one-rank", "two-ranks", "kk"])
-def test_non_finite_energy_stops_with_step_and_atom(lammps, tmp_path, overflow_potential, nprocs, extra, args):
-    # Two ranks: the ghost-shell path. The split at y = 1 A leaves atoms 3 and 4 to rank 1, whose
+@pytest.mark.parametrize("nprocs,style,args", [(1, "", ()), (2, "", ()), (2, " ghost_mode shell", ()), (1, "", KOKKOS)],
+                         ids=["one-rank", "two-ranks-exchange", "two-ranks-shell", "kk"])
+def test_non_finite_energy_stops_with_step_and_atom(lammps, tmp_path, overflow_potential, nprocs, style, args):
+    # Two ranks: per-layer exchange (default) and the ghost shell. The split at y = 1 A
+    # (processors 1 2 1) leaves atoms 3 and 4 to rank 1, whose
     # receptive field does not reach the pair, so rank 0 reports (error->one). Read from the log
     # file, which only rank 0 writes and flushes before MPI_Abort: with the pair on rank 1
     # (processors 2 1 1) this test failed 2 times in about 40 runs, its output not kept; a
     # non-zero rank's screen output torn off by MPI_Abort is the likely cause, not shown.
     # kk: edgeframe/kk's device-resident path (one rank).
-    run = lammps(script(overflow_potential, "fp32", extra), nprocs=nprocs, args=args)
+    extra = "processors 1 2 1" if nprocs > 1 else ""
+    run = lammps(script(overflow_potential, "fp32", extra, style), nprocs=nprocs, args=args)
     log = (tmp_path / "log.test").read_text()
     if args:
         assert "edgeframe/kk: device-resident path" in log, log[-2000:]
     if nprocs > 1:
-        assert "ghost shell" in log and "1 by 2 by 1 MPI processor grid" in log, log[-2000:]
+        mode = "ghost shell" if "shell" in style else "per-layer exchange"
+        assert f"rank 0 graph ({mode})" in log and "1 by 2 by 1 MPI processor grid" in log, log[-2000:]
     assert run.returncode != 0, run.output[-2000:]
     match = re.search(r"ERROR on proc 0: pair_style edgeframe: non-finite energy \(nan eV\) at step (\d+): atom (\d+) "
                       r"is the first atom with a non-finite energy or force", log)
