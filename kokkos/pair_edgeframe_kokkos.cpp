@@ -311,6 +311,9 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
           edgeframe::make_graph(pairs, positions, d_species, m_n_nodes, m_potential->config.r_cut));
     });
     check_min_distance_device();
+    m_sum_ghosts += atom->nghost;    // the end-of-run graph line, as in the plain style
+    m_sum_nodes += m_n_nodes;
+    m_sum_edges += m_graph->edges.n_edges;
     double t1 = platform::walltime();
     m_time_graph += t1 - t0;
 
@@ -319,6 +322,7 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
     what.energies = eflag_atom;
     what.virial = vflag_global;
     what.atom_virial = vflag_atom || cvflag_atom;
+    what.times = m_timing_detail ? &m_times : nullptr;
     edgeframe::Result result;
     std::optional<edgeframe::NonFiniteError> non_finite;    // reported outside call_engine's catch
     call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe/kk", [&] {

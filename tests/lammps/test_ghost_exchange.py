@@ -9,8 +9,8 @@ import pytest
 
 from reference_case import METAL_NKTV2P, RUN_0_SCRIPT, calc, read_dump, thermo_row, write_data
 from test_lammps_behaviour import setup, thermo_table
-from test_vs_reference import (CENTROID, VOIGT, close, expected, run_case, small_model,  # noqa: F401
-                               structure)
+from test_vs_reference import (CENTROID, KOKKOS_ARGS, VOIGT, close, expected, run_case,  # noqa: F401
+                               small_model, structure)
 
 # fp32 engine vs the float64 reference, relative to the largest component: the engine tests
 # measured <= 2.9e-5 on forces (doc/engine.md, Precision); the same bound as there.
@@ -143,6 +143,17 @@ def test_timing_detail_prints_the_split(lammps, tmp_path, small_model, mode):
         assert part in line, line
     exchange_time = float(re.search(r"feature exchange ([\d.e+-]+) /", line).group(1))
     assert (exchange_time > 0) == (mode == "exchange"), line
+
+
+def test_timing_detail_and_graph_line_on_the_kk_device_path(lammps, tmp_path, small_model):
+    _, path = small_model
+    atoms, boundary = structure("diamond64")
+    _, _, _, output = run_case(lammps, tmp_path, path, atoms, boundary, args=KOKKOS_ARGS, style_args=" timing detail")
+    assert "edgeframe/kk: device-resident path" in output
+    line = next(ln for ln in output.splitlines() if ln.startswith("edgeframe timing detail"))
+    assert float(re.search(r"edge-frame kernels ([\d.e+-]+) /", line).group(1)) > 0, line
+    _, nodes, ghost_nodes, edges = graph_line(output)
+    assert nodes == len(atoms) and ghost_nodes == 0 and edges > 0, output[-1500:]
 
 
 def test_bad_ghost_mode_and_timing_are_errors(lammps, tmp_path, small_model):
