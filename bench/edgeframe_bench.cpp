@@ -215,6 +215,38 @@ CaseData read_case(const std::string& path) {
   return c;
 }
 
+// The case in the engine's memory space.
+struct DeviceCase {
+  kk::Vec3View<double, Exec> x, shift;
+  kk::View1<int, Exec> i, j, species;
+};
+
+DeviceCase upload(const CaseData& c) {
+  const int N = int(c.species.size()), P = int(c.i.size());
+  DeviceCase d{kk::Vec3View<double, Exec>("x", N), kk::Vec3View<double, Exec>("shift", P),
+               kk::View1<int, Exec>("i", P), kk::View1<int, Exec>("j", P), kk::View1<int, Exec>("species", N)};
+  auto hx = Kokkos::create_mirror_view(d.x);
+  auto hs = Kokkos::create_mirror_view(d.shift);
+  auto hi = Kokkos::create_mirror_view(d.i);
+  auto hj = Kokkos::create_mirror_view(d.j);
+  auto hsp = Kokkos::create_mirror_view(d.species);
+  for (int a = 0; a < N; ++a) {
+    hsp(a) = c.species[a];
+    for (int k = 0; k < 3; ++k) hx(a, k) = c.x[3 * a + k];
+  }
+  for (int q = 0; q < P; ++q) {
+    hi(q) = c.i[q];
+    hj(q) = c.j[q];
+    for (int k = 0; k < 3; ++k) hs(q, k) = c.shift[3 * q + k];
+  }
+  Kokkos::deep_copy(d.x, hx);
+  Kokkos::deep_copy(d.shift, hs);
+  Kokkos::deep_copy(d.i, hi);
+  Kokkos::deep_copy(d.j, hj);
+  Kokkos::deep_copy(d.species, hsp);
+  return d;
+}
+
 // Bytes the engine holds at its peak: torch's allocator peak (reset before the timed steps)
 // plus the Kokkos workspace and graph, which torch does not see.
 std::size_t torch_peak_bytes() {
@@ -234,31 +266,12 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
                   int warmup, const std::string& forces_out) {
   const Potential pot = read_potential(potential_path);
   const CaseData c = read_case(case_path);
-  const int N = int(c.species.size()), P = int(c.i.size());
-  kk::Vec3View<double, Exec> x("x", N), shift("shift", P);
-  kk::View1<int, Exec> i("i", P), j("j", P), species("species", N);
-  auto hx = Kokkos::create_mirror_view(x);
-  auto hs = Kokkos::create_mirror_view(shift);
-  auto hi = Kokkos::create_mirror_view(i);
-  auto hj = Kokkos::create_mirror_view(j);
-  auto hsp = Kokkos::create_mirror_view(species);
-  for (int a = 0; a < N; ++a) {
-    hsp(a) = c.species[a];
-    for (int k = 0; k < 3; ++k) hx(a, k) = c.x[3 * a + k];
-  }
-  for (int q = 0; q < P; ++q) {
-    hi(q) = c.i[q];
-    hj(q) = c.j[q];
-    for (int k = 0; k < 3; ++k) hs(q, k) = c.shift[3 * q + k];
-  }
-  Kokkos::deep_copy(x, hx);
-  Kokkos::deep_copy(shift, hs);
-  Kokkos::deep_copy(i, hi);
-  Kokkos::deep_copy(j, hj);
-  Kokkos::deep_copy(species, hsp);
+  const int N = int(c.species.size());
+  const DeviceCase d = upload(c);
+  const auto& x = d.x;
   Evaluator ev(pot, {prec});
   const auto t_graph = Clock::now();
-  const AtomGraph graph = make_graph({i, j, shift, false}, x, species, N, pot.config.r_cut);
+  const AtomGraph graph = make_graph({d.i, d.j, d.shift, false}, d.x, d.species, N, pot.config.r_cut);
   Kokkos::fence();
   const double graph_s = std::chrono::duration<double>(Clock::now() - t_graph).count();
   const int E = graph.edges.n_edges;
@@ -284,7 +297,10 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
     out.write(reinterpret_cast<const char*>(hf.data()), sizeof(double) * std::size_t(N) * 3);
   }
   std::string ts;
-  for (double t : times) ts += (ts.empty() ? "" : ",") + std::to_string(t);
+  for (double t : times) {
+    if (!ts.empty()) ts += ',';
+    ts += std::to_string(t);
+  }
   std::printf("RESULT {\"engine\": \"%s\", \"precision\": \"%s\", \"n_atoms\": %d, \"n_edges\": %d, "
               "\"median_s\": %.6e, \"times_s\": [%s], \"graph_build_s\": %.6e, \"peak_bytes\": %zu, "
               "\"torch_peak_bytes\": %zu, \"workspace_bytes\": %zu, \"energy\": %.12e}\n",
@@ -348,28 +364,13 @@ int main(int argc, char** argv) {
     for (int nc : cells) {
       const Box box = diamond(nc, 3);
       const int N = int(box.x.size() / 3);
-      std::vector<int> pi, pj;
-      std::vector<double> sh;
-      half_pairs(box, pot.config.r_cut, pi, pj, sh);
-      const int P = int(pi.size());
-      kk::Vec3View<double, Exec> x("x", N), shift("shift", P);
-      kk::View1<int, Exec> i("i", P), j("j", P), species("species", N);
-      auto hx = Kokkos::create_mirror_view(x);
-      auto hs = Kokkos::create_mirror_view(shift);
-      auto hi = Kokkos::create_mirror_view(i);
-      auto hj = Kokkos::create_mirror_view(j);
-      for (int a = 0; a < N; ++a)
-        for (int k = 0; k < 3; ++k) hx(a, k) = box.x[3 * a + k];
-      for (int p = 0; p < P; ++p) {
-        hi(p) = pi[p];
-        hj(p) = pj[p];
-        for (int k = 0; k < 3; ++k) hs(p, k) = sh[3 * p + k];
-      }
-      Kokkos::deep_copy(x, hx);
-      Kokkos::deep_copy(shift, hs);
-      Kokkos::deep_copy(i, hi);
-      Kokkos::deep_copy(j, hj);
-      Kokkos::deep_copy(species, 0);
+      CaseData c;
+      c.x = box.x;
+      c.species.assign(N, 0);
+      half_pairs(box, pot.config.r_cut, c.i, c.j, c.shift);
+      const DeviceCase d = upload(c);
+      const auto &x = d.x, &shift = d.shift;
+      const auto &i = d.i, &j = d.j, &species = d.species;
       const AtomGraph graph = make_graph({i, j, shift, true}, x, species, N, pot.config.r_cut);
       const int E = graph.edges.n_edges;
       What what;
