@@ -50,6 +50,14 @@ Tensor grad_or_zeros(const Tensor& g, torch::IntArrayRef sizes, torch::Dtype dty
   return g.contiguous();
 }
 
+// Calls f(Real{}) with Real = double or float as the step's dtype says: the one place where the
+// compute dtype picks a kernel instantiation.
+template <class F>
+decltype(auto) with_real(torch::Dtype dtype, F&& f) {
+  if (dtype == torch::kFloat64) return f(double{});
+  return f(float{});
+}
+
 // ---- edge geometry: band (+ derivative) and radial basis ---------------------------------------
 struct EdgeGeometryFn : public torch::autograd::Function<EdgeGeometryFn> {
   template <class Real>
@@ -101,14 +109,14 @@ struct EdgeGeometryFn : public torch::autograd::Function<EdgeGeometryFn> {
     ctx->save_for_backward({vec});
     StepContext& s = step_of(ctx);
     const StepTimer timer(s, &StepTimes::geometry);
-    return s.dtype == torch::kFloat64 ? run_forward<double>(vec, s) : run_forward<float>(vec, s);
+    return with_real(s.dtype, [&](auto real) { return run_forward<decltype(real)>(vec, s); });
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     StepContext& s = step_of(ctx);
     const StepTimer timer(s, &StepTimes::geometry);
     const Tensor vec = ctx->get_saved_variables()[0];
-    const Tensor gv = s.dtype == torch::kFloat64 ? run_backward<double>(vec, grads, s) : run_backward<float>(vec, grads, s);
+    const Tensor gv = with_real(s.dtype, [&](auto real) { return run_backward<decltype(real)>(vec, grads, s); });
     return {gv, Tensor()};
   }
 };
@@ -141,15 +149,12 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
     const int E = s.graph.n_edges, K = kk::band_rows(s.lmax, s.mmax);
     Tensor u = torch::empty({E, K, 2 * s.channels}, options(s.dtype));
     const Exec exec = bridge::exec_instance();
-    if (s.dtype == torch::kFloat64) {
-      auto f = pack_functor<double>(s, n, band, g);
-      f.u = bridge::view3<double>(u, "packed u");
+    with_real(s.dtype, [&](auto real) {
+      using Real = decltype(real);
+      auto f = pack_functor<Real>(s, n, band, g);
+      f.u = bridge::view3<Real>(u, "packed u");
       kk::edge_frame_pack_forward(exec, f, E);
-    } else {
-      auto f = pack_functor<float>(s, n, band, g);
-      f.u = bridge::view3<float>(u, "packed u");
-      kk::edge_frame_pack_forward(exec, f, E);
-    }
+    });
     fence_for_torch(exec);
     return u;
   }
@@ -184,7 +189,7 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
     const StepTimer timer(s, &StepTimes::edge_frame);
     const int E = s.graph.n_edges, K = kk::band_rows(s.lmax, s.mmax);
     const Tensor gu = grad_or_zeros(grads[0], {E, K, 2 * s.channels}, s.dtype);
-    return s.dtype == torch::kFloat64 ? run_backward<double>(ctx, gu, s) : run_backward<float>(ctx, gu, s);
+    return with_real(s.dtype, [&](auto real) { return run_backward<decltype(real)>(ctx, gu, s); });
   }
 };
 
@@ -215,15 +220,12 @@ struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateF
     const int N = s.graph.n_nodes;
     Tensor agg = torch::empty({N, (s.lmax + 1) * (s.lmax + 1), s.channels}, options(s.dtype));
     const Exec exec = bridge::exec_instance();
-    if (s.dtype == torch::kFloat64) {
-      auto f = unrot_functor<double>(s, w, band, env);
-      f.agg = bridge::view3<double>(agg, "aggregate");
+    with_real(s.dtype, [&](auto real) {
+      using Real = decltype(real);
+      auto f = unrot_functor<Real>(s, w, band, env);
+      f.agg = bridge::view3<Real>(agg, "aggregate");
       kk::unrotate_aggregate_forward(exec, f, N);
-    } else {
-      auto f = unrot_functor<float>(s, w, band, env);
-      f.agg = bridge::view3<float>(agg, "aggregate");
-      kk::unrotate_aggregate_forward(exec, f, N);
-    }
+    });
     fence_for_torch(exec);
     return agg;
   }
@@ -248,7 +250,7 @@ struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateF
     const StepContext& s = step_of(ctx);
     const StepTimer timer(s, &StepTimes::edge_frame);
     const Tensor ga = grad_or_zeros(grads[0], {s.graph.n_nodes, (s.lmax + 1) * (s.lmax + 1), s.channels}, s.dtype);
-    return s.dtype == torch::kFloat64 ? run_backward<double>(ctx, ga, s) : run_backward<float>(ctx, ga, s);
+    return with_real(s.dtype, [&](auto real) { return run_backward<decltype(real)>(ctx, ga, s); });
   }
 };
 
