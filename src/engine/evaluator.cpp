@@ -97,7 +97,7 @@ struct Evaluator::Impl {
       return cpu.clone();
     };
     auto to_dev = [&](const Tensor& t) { return t.to(bridge::device(), dtype).contiguous(); };
-    const int n_rbf = cfg.n_rbf, ee = cfg.edge_emb, L = cfg.lmax;
+    const int n_rbf = cfg.n_rbf, ee = cfg.edge_emb;
     species_embedding = to_dev(w("species_embedding"));
     e0 = to_dev(torch::tensor(cfg.e0, torch::kFloat64));
     readout_scale = to_dev(w("readout.norm_scale"));
@@ -108,22 +108,24 @@ struct Evaluator::Impl {
     for (int t = 0; t < cfg.layers; ++t) {
       const std::string p = "layers." + std::to_string(t) + ".";
       LayerWeights lw;
-      lw.norm_scale = to_dev(w(p + "norm_scale"));
+      // Tensors used as stored: file name (after "layers.<t>.") -> member.
+      static const std::pair<const char*, Tensor LayerWeights::*> kAsStored[] = {
+          {"norm_scale", &LayerWeights::norm_scale},       {"radial.0.bias", &LayerWeights::rad_b0},
+          {"radial.1.weight", &LayerWeights::rad_w1},      {"radial.1.bias", &LayerWeights::rad_b1},
+          {"radial.2.weight", &LayerWeights::rad_w2},      {"radial.2.bias", &LayerWeights::rad_b2},
+          {"so2_1.m0.weight", &LayerWeights::so2_1_w0},    {"so2_1.m0.bias", &LayerWeights::so2_1_b0},
+          {"so2_2.m0.weight", &LayerWeights::so2_2_w0},    {"so2_2.m0.bias", &LayerWeights::so2_2_b0},
+          {"ffn_norm_scale", &LayerWeights::ffn_scale},    {"ffn.lin1.weight", &LayerWeights::ffn_w1},
+          {"ffn.lin1.bias", &LayerWeights::ffn_b1},        {"ffn.gate.weight", &LayerWeights::ffn_wg},
+          {"ffn.gate.bias", &LayerWeights::ffn_bg},        {"ffn.lin2.weight", &LayerWeights::ffn_w2},
+          {"ffn.lin2.bias", &LayerWeights::ffn_b2}};
+      for (const auto& [name, member] : kAsStored) lw.*member = to_dev(w(p + name));
       // First radial linear on [rbf, emb(s_i), emb(s_j)] split into its rbf part and two
       // per-species tables (emb @ W^T), gathered per edge: the same sum, fewer flops.
       const Tensor w0 = w(p + "radial.0.weight"), emb = w(p + "edge_embedding");
       lw.rad_w0_rbf = to_dev(w0.narrow(1, 0, n_rbf));
       lw.rad_recv = to_dev(emb.matmul(w0.narrow(1, n_rbf, ee).t()));
       lw.rad_send = to_dev(emb.matmul(w0.narrow(1, n_rbf + ee, ee).t()));
-      lw.rad_b0 = to_dev(w(p + "radial.0.bias"));
-      lw.rad_w1 = to_dev(w(p + "radial.1.weight"));
-      lw.rad_b1 = to_dev(w(p + "radial.1.bias"));
-      lw.rad_w2 = to_dev(w(p + "radial.2.weight"));
-      lw.rad_b2 = to_dev(w(p + "radial.2.bias"));
-      lw.so2_1_w0 = to_dev(w(p + "so2_1.m0.weight"));
-      lw.so2_1_b0 = to_dev(w(p + "so2_1.m0.bias"));
-      lw.so2_2_w0 = to_dev(w(p + "so2_2.m0.weight"));
-      lw.so2_2_b0 = to_dev(w(p + "so2_2.m0.bias"));
       lw.so2_1_w0_l0in = lw.so2_1_w0.narrow(1, 0, 2 * cfg.channels).contiguous();
       lw.so2_2_w0_l0out = lw.so2_2_w0.narrow(0, 0, cfg.channels).contiguous();
       lw.so2_2_b0_l0out = lw.so2_2_b0.narrow(0, 0, cfg.channels).contiguous();
@@ -135,16 +137,8 @@ struct Evaluator::Impl {
           (which == 1 ? lw.so2_1_big : lw.so2_2_big).push_back(to_dev(big));
         }
       }
-      lw.ffn_scale = to_dev(w(p + "ffn_norm_scale"));
-      lw.ffn_w1 = to_dev(w(p + "ffn.lin1.weight"));
-      lw.ffn_b1 = to_dev(w(p + "ffn.lin1.bias"));
-      lw.ffn_wg = to_dev(w(p + "ffn.gate.weight"));
-      lw.ffn_bg = to_dev(w(p + "ffn.gate.bias"));
-      lw.ffn_w2 = to_dev(w(p + "ffn.lin2.weight"));
-      lw.ffn_b2 = to_dev(w(p + "ffn.lin2.bias"));
       layers.push_back(std::move(lw));
     }
-    (void)L;
   }
 
   // Per degree l: h / sqrt(mean_{m,c} h^2 + eps) * scale[l, c].  h [N, D, C]
