@@ -38,17 +38,7 @@ void NodeMap::build(const int *type, int nlocal, int nall, const std::vector<int
     m_frontier.swap(m_next);
   }
 
-  node_of_atom.assign(nall, -1);
-  atom_of_node.clear();
-  species.clear();
-  n_local = 0;
-  for (int i = 0; i < nall; i++) {
-    if (m_hop[i] < 0) continue;
-    node_of_atom[i] = (int) atom_of_node.size();
-    atom_of_node.push_back(i);
-    species.push_back(type_species[type[i]]);
-    n_local += i < nlocal;    // owned atoms are 0..nlocal-1 in LAMMPS, so they come first
-  }
+  number_marked_atoms(type, nlocal, nall, type_species);
 
   // Pairs in receiver order (LAMMPS list order), kept when the receiver's features matter at
   // some layer, i.e. it is at most T-1 hops from an owned atom.
@@ -66,6 +56,23 @@ void NodeMap::build(const int *type, int nlocal, int nall, const std::vector<int
       pair_i.push_back(ni);
       pair_j.push_back(nj);
     }
+  }
+}
+
+// Nodes = the atoms m_hop marks (>= 0), in LAMMPS index order: owned atoms are 0..nlocal-1 in
+// LAMMPS, so they come first and n_local counts them.
+void NodeMap::number_marked_atoms(const int *type, int nlocal, int nall, const std::vector<int> &type_species)
+{
+  node_of_atom.assign(nall, -1);
+  atom_of_node.clear();
+  species.clear();
+  n_local = 0;
+  for (int i = 0; i < nall; i++) {
+    if (m_hop[i] < 0) continue;
+    node_of_atom[i] = (int) atom_of_node.size();
+    atom_of_node.push_back(i);
+    species.push_back(type_species[type[i]]);
+    n_local += i < nlocal;
   }
 }
 
@@ -89,17 +96,7 @@ void NodeMap::build_exchange(const int *type, int nlocal, int nall, const std::v
     }
   }
 
-  node_of_atom.assign(nall, -1);
-  atom_of_node.clear();
-  species.clear();
-  n_local = 0;
-  for (int i = 0; i < nall; i++) {
-    if (m_hop[i] < 0) continue;
-    node_of_atom[i] = (int) atom_of_node.size();
-    atom_of_node.push_back(i);
-    species.push_back(type_species[type[i]]);
-    n_local += i < nlocal;
-  }
+  number_marked_atoms(type, nlocal, nall, type_species);
 
   pair_i.clear();
   pair_j.clear();

@@ -63,6 +63,7 @@ namespace edgeframe_glue {
                       OwnerOf &&owner_of);
 
    private:
+    void number_marked_atoms(const int *type, int nlocal, int nall, const std::vector<int> &type_species);
     std::vector<int> m_hop;      // [nall] hops from the nearest owned atom, or -1
     std::vector<int> m_frontier, m_next;
   };
