@@ -62,6 +62,42 @@ void from_stage(const double *stage, T *row, int width)
   for (int c = 0; c < width; c++) row[c] = static_cast<T>(stage[c]);
 }
 
+// Node rows [begin, end) into their atoms' stage rows (stage is [nall, width], per LAMMPS atom).
+void rows_to_stage(const edgeframe::NodeRows &r, const char *rows, const NodeMap &nodes, int begin, int end,
+                   double *stage, int width)
+{
+  const std::size_t row_bytes = std::size_t(r.width) * r.element_size();
+  for (int k = begin; k < end; k++) {
+    double *out = stage + std::size_t(nodes.atom_of_node[k]) * width;
+    if (r.type == edgeframe::RowType::f64)
+      to_stage(reinterpret_cast<const double *>(rows + k * row_bytes), out, width);
+    else
+      to_stage(reinterpret_cast<const float *>(rows + k * row_bytes), out, width);
+  }
+}
+
+// Their atoms' stage rows back into node rows [begin, end).
+void stage_to_rows(const double *stage, const NodeMap &nodes, int begin, int end, const edgeframe::NodeRows &r,
+                   char *rows, int width)
+{
+  const std::size_t row_bytes = std::size_t(r.width) * r.element_size();
+  for (int k = begin; k < end; k++) {
+    const double *in = stage + std::size_t(nodes.atom_of_node[k]) * width;
+    if (r.type == edgeframe::RowType::f64)
+      from_stage(in, reinterpret_cast<double *>(rows + k * row_bytes), width);
+    else
+      from_stage(in, reinterpret_cast<float *>(rows + k * row_bytes), width);
+  }
+}
+
+void check_rows(const edgeframe::NodeRows &r, int n_nodes, int width, const char *what)
+{
+  if (r.rows != n_nodes || (n_nodes > 0 && r.width != width))
+    throw std::runtime_error("edgeframe exchange: " + std::to_string(r.rows) + " x " + std::to_string(r.width) + " " +
+                             what + " rows for " + std::to_string(n_nodes) + " nodes of width " +
+                             std::to_string(width));
+}
+
 }    // namespace
 
 void FeatureExchange::bind(const NodeMap *nodes, int nall, int width)
@@ -75,60 +111,29 @@ void FeatureExchange::bind(const NodeMap *nodes, int nall, int width)
 void FeatureExchange::forward(const edgeframe::NodeRows &h)
 {
   const int n_nodes = m_nodes ? m_nodes->n_nodes() : 0;
-  if (h.rows != n_nodes || (n_nodes > 0 && h.width != m_width))
-    throw std::runtime_error("edgeframe exchange: " + std::to_string(h.rows) + " x " + std::to_string(h.width) +
-                             " feature rows for " + std::to_string(n_nodes) + " nodes of width " +
-                             std::to_string(m_width));
+  check_rows(h, n_nodes, m_width, "feature");
   ++m_calls;
   std::fill(m_stage.begin(), m_stage.end(), 0.0);
   char *rows = n_nodes ? host_rows(h, m_host) : nullptr;
-  const std::size_t row_bytes = std::size_t(h.width) * h.element_size();
   const int n_local = m_nodes ? m_nodes->n_local : 0;
-  for (int k = 0; k < n_local; k++) {
-    double *stage = m_stage.data() + std::size_t(m_nodes->atom_of_node[k]) * m_width;
-    if (h.type == edgeframe::RowType::f64)
-      to_stage(reinterpret_cast<const double *>(rows + k * row_bytes), stage, m_width);
-    else
-      to_stage(reinterpret_cast<const float *>(rows + k * row_bytes), stage, m_width);
-  }
+  if (n_nodes) rows_to_stage(h, rows, *m_nodes, 0, n_local, m_stage.data(), m_width);      // owners out
   m_comm->forward_comm(m_pair);
-  for (int k = n_local; k < n_nodes; k++) {
-    const double *stage = m_stage.data() + std::size_t(m_nodes->atom_of_node[k]) * m_width;
-    if (h.type == edgeframe::RowType::f64)
-      from_stage(stage, reinterpret_cast<double *>(rows + k * row_bytes), m_width);
-    else
-      from_stage(stage, reinterpret_cast<float *>(rows + k * row_bytes), m_width);
-  }
+  if (n_nodes) stage_to_rows(m_stage.data(), *m_nodes, n_local, n_nodes, h, rows, m_width);  // ghosts in
   if (n_nodes) rows_back(h, m_host);
 }
 
 void FeatureExchange::reverse(const edgeframe::NodeRows &grad)
 {
   const int n_nodes = m_nodes ? m_nodes->n_nodes() : 0;
-  if (grad.rows != n_nodes || (n_nodes > 0 && grad.width != m_width))
-    throw std::runtime_error("edgeframe exchange: " + std::to_string(grad.rows) + " x " + std::to_string(grad.width) +
-                             " gradient rows for " + std::to_string(n_nodes) + " nodes of width " +
-                             std::to_string(m_width));
+  check_rows(grad, n_nodes, m_width, "gradient");
   ++m_calls;
   std::fill(m_stage.begin(), m_stage.end(), 0.0);
   char *rows = n_nodes ? host_rows(grad, m_host) : nullptr;
   const std::size_t row_bytes = std::size_t(grad.width) * grad.element_size();
   const int n_local = m_nodes ? m_nodes->n_local : 0;
-  for (int k = 0; k < n_nodes; k++) {
-    double *stage = m_stage.data() + std::size_t(m_nodes->atom_of_node[k]) * m_width;
-    if (grad.type == edgeframe::RowType::f64)
-      to_stage(reinterpret_cast<const double *>(rows + k * row_bytes), stage, m_width);
-    else
-      to_stage(reinterpret_cast<const float *>(rows + k * row_bytes), stage, m_width);
-  }
+  if (n_nodes) rows_to_stage(grad, rows, *m_nodes, 0, n_nodes, m_stage.data(), m_width);   // every row out
   m_comm->reverse_comm(m_pair);
-  for (int k = 0; k < n_local; k++) {
-    const double *stage = m_stage.data() + std::size_t(m_nodes->atom_of_node[k]) * m_width;
-    if (grad.type == edgeframe::RowType::f64)
-      from_stage(stage, reinterpret_cast<double *>(rows + k * row_bytes), m_width);
-    else
-      from_stage(stage, reinterpret_cast<float *>(rows + k * row_bytes), m_width);
-  }
+  if (n_nodes) stage_to_rows(m_stage.data(), *m_nodes, 0, n_local, grad, rows, m_width);  // owners' sums in
   if (n_nodes > n_local) std::memset(rows + n_local * row_bytes, 0, (n_nodes - n_local) * row_bytes);
   if (n_nodes) rows_back(grad, m_host);
 }
