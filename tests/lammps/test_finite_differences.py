@@ -2,8 +2,8 @@
 displace_atoms + run 0 for forces, change_box + run 0 for the virial (fp64, small model)."""
 import numpy as np
 
-from reference_case import METAL_NKTV2P, write_data
-from test_lammps_behaviour import thermo_table
+from reference_case import METAL_NKTV2P
+from test_lammps_behaviour import setup, thermo_table
 from test_vs_reference import small_model, structure  # noqa: F401  (fixture re-export)
 
 STEP = 1e-4        # Angstrom, atom displacement for forces
@@ -16,26 +16,11 @@ FD_ABS_TOL = 1e-6  # eV/A or eV
 FD_REL_TOL = 1e-6  # of the largest component compared
 
 
-def header(tmp_path, atoms, model_path):
-    write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
-    return f"""
-units metal
-atom_style atomic
-boundary p p p
-atom_modify map array
-read_data data.lmp
-mass 1 12.011
-mass 2 63.546
-pair_style edgeframe precision fp64
-pair_coeff * * {model_path} C Cu
-"""
-
-
 def test_forces_are_minus_the_energy_gradient_through_lammps(lammps, tmp_path, small_model):
     _, path = small_model
     atoms, _ = structure("triclinic_ccu16")   # triclinic, two species, periodic images folded
     probes = [1, 6, 11]
-    script = header(tmp_path, atoms, path) + """
+    script = setup(tmp_path, atoms, path) + """
 thermo_style custom step pe
 thermo_modify format float %.17g
 run 0 post no
@@ -78,7 +63,7 @@ def test_virial_is_minus_the_strain_derivative_through_lammps(lammps, tmp_path, 
     # dE/d(strain_ab) = -W_ab, W = -sum_e r_e (x) dE/dr_e in eV.
     _, path = small_model
     atoms, _ = structure("diamond64")
-    script = header(tmp_path, atoms, path) + f"""
+    script = setup(tmp_path, atoms, path) + f"""
 change_box all triclinic
 compute w all pressure NULL virial
 variable wxx equal c_w[1]*vol/{METAL_NKTV2P}
