@@ -16,6 +16,7 @@
 #include "evaluator.hpp"
 #include "potential.hpp"
 #include "runtime.hpp"
+#include "upload_graph.hpp"
 
 namespace {
 
@@ -62,41 +63,12 @@ Golden load_golden(const std::string& name) {
   return g;
 }
 
-struct DeviceInput {
-  kk::Vec3View<double, Exec> x;
-  AtomGraph graph;
-};
+using DeviceInput = test::DeviceGraph;
 
 DeviceInput upload(const Golden& g, const std::vector<double>& x) {
-  const int N = int(g.species.size()), P = int(g.pi.size());
-  DeviceInput d;
-  d.x = kk::Vec3View<double, Exec>("x", N);
-  kk::View1<int, Exec> sp("species", N), pi("i", P), pj("j", P);
-  kk::Vec3View<double, Exec> sh("shift", P);
-  auto hx = Kokkos::create_mirror_view(d.x);
-  auto hs = Kokkos::create_mirror_view(sp);
-  auto hi = Kokkos::create_mirror_view(pi);
-  auto hj = Kokkos::create_mirror_view(pj);
-  auto hsh = Kokkos::create_mirror_view(sh);
-  for (int a = 0; a < N; ++a) {
-    hs(a) = g.species[a];
-    for (int k = 0; k < 3; ++k) hx(a, k) = x[3 * a + k];
-  }
-  for (int p = 0; p < P; ++p) {
-    hi(p) = g.pi[p];
-    hj(p) = g.pj[p];
-    for (int k = 0; k < 3; ++k) hsh(p, k) = g.shift[3 * p + k];
-  }
-  Kokkos::deep_copy(d.x, hx);
-  Kokkos::deep_copy(sp, hs);
-  Kokkos::deep_copy(pi, hi);
-  Kokkos::deep_copy(pj, hj);
-  Kokkos::deep_copy(sh, hsh);
-  kk::PairList<Exec> pairs{pi, pj, sh, false};
   // The golden's edges are exactly those with r < r_cut; a slightly larger build cutoff keeps an
   // edge at r_cut - 1 ulp from being lost to rounding (edges past r_cut contribute zero).
-  d.graph = make_graph(pairs, d.x, sp, N, g.r_cut * (1 + 1e-12));
-  return d;
+  return test::upload_graph(x, g.species, g.pi, g.pj, g.shift, int(g.species.size()), g.r_cut * (1 + 1e-12));
 }
 
 struct HostResult {

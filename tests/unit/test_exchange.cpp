@@ -18,6 +18,7 @@
 #include "exchange.hpp"
 #include "ops.hpp"
 #include "potential.hpp"
+#include "upload_graph.hpp"
 
 namespace {
 
@@ -160,29 +161,10 @@ struct Out {
 };
 
 Out evaluate(Evaluator& ev, const Case& c, NodeExchange* exchange) {
-  const int N = int(c.species.size()), P = int(c.pi.size());
-  kk::Vec3View<double, Exec> x("x", N), sh("shift", P);
-  kk::View1<int, Exec> sp("species", N), pi("i", P), pj("j", P);
-  auto hx = Kokkos::create_mirror_view(x);
-  auto hsh = Kokkos::create_mirror_view(sh);
-  auto hs = Kokkos::create_mirror_view(sp);
-  auto hi = Kokkos::create_mirror_view(pi);
-  auto hj = Kokkos::create_mirror_view(pj);
-  for (int a = 0; a < N; ++a) {
-    hs(a) = c.species[a];
-    for (int k = 0; k < 3; ++k) hx(a, k) = c.x[3 * a + k];
-  }
-  for (int p = 0; p < P; ++p) {
-    hi(p) = c.pi[p];
-    hj(p) = c.pj[p];
-    for (int k = 0; k < 3; ++k) hsh(p, k) = c.shift[3 * p + k];
-  }
-  Kokkos::deep_copy(x, hx);
-  Kokkos::deep_copy(sh, hsh);
-  Kokkos::deep_copy(sp, hs);
-  Kokkos::deep_copy(pi, hi);
-  Kokkos::deep_copy(pj, hj);
-  const AtomGraph g = make_graph(kk::PairList<Exec>{pi, pj, sh, false}, x, sp, c.n_local, c.r_cut * (1 + 1e-12));
+  const int N = int(c.species.size());
+  const auto d = test::upload_graph(c.x, c.species, c.pi, c.pj, c.shift, c.n_local, c.r_cut * (1 + 1e-12));
+  const auto& x = d.x;
+  const AtomGraph& g = d.graph;
   What what;
   what.energies = what.virial = true;
   what.exchange = exchange;
