@@ -325,7 +325,9 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
     what.times = m_timing_detail ? &m_times : nullptr;
     edgeframe::Result result;
     std::optional<edgeframe::NonFiniteError> non_finite;    // reported outside call_engine's catch
-    call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe/kk", [&] {
+    const std::string where = fmt::format("pair_style edgeframe/kk ({} nodes, {} edges on rank {}, step {})",
+                                          m_n_nodes, m_graph->edges.n_edges, comm->me, update->ntimestep);
+    call_engine(error, Scope::ONE, FLERR, where, [&] {
       try {
         result = m_evaluator->compute(*m_graph, positions, what);
       } catch (const edgeframe::NonFiniteError &e) {

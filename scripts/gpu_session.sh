@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # What one call on the GPU machine runs (issue #7), from the repository root there:
 #
-#   OUT=$OUT scripts/gpu_session.sh build test gate profile     (any subset, in this order)
+#   OUT=$OUT scripts/gpu_session.sh build test gate profile example scaling   (any subset, in order)
 #
 # build: unpack the carried dependency build (.device/deps-gpu.tar.xz: Kokkos 5.0.2 CUDA
 #        HOPPER90 + LAMMPS KOKKOS CUDA, made on that machine by `scripts/bootstrap.sh --gpu`)
 #        and the trimmed LAMMPS source, then build edgeframe (engine, plugin, tests, bench) into
-#        build-gpu with all cores; pack the build into $OUT/build-gpu.tar.xz so that a later
-#        call can carry it (.device/build-gpu.tar.xz) instead of compiling again.
+#        build-gpu with all cores (BUILD_TARGETS: only those); pack the whole build tree into
+#        $OUT/build-gpu-state.tar.xz: a later call that carries it as .device/ recompiles only
+#        the sources that changed (see do_build).
 # test:  the GoogleTest units on the GPU (every kernel typed over Kokkos::Cuda and Serial,
 #        the evaluator against the goldens) and the LAMMPS-level tests with the CUDA plugin
 #        (the plain style runs the engine on the GPU; /kk with -k on g 1 -sf kk).
@@ -17,6 +18,8 @@
 # profile: bench/edgeframe_bench's per-kernel split (fenced around each kernel) and compulsory
 #        bytes / FLOPs per kernel, L2 and L3 at 512 atoms, fp32, into $OUT/profile.log.
 # Run it from a script file, never as `bash /dev/stdin <<EOF` (doc/gpu-notes.md).
+# example: examples/gpu/in.diamond-gpu into $OUT/log.diamond-gpu.
+# scaling: bench/gpu_scaling.sh (1 vs 2 GPUs, issue #8; SCALING_ARGS) into $OUT/scaling.
 # Logs go to $OUT/*.log. The machine has no network: everything comes from .device/.
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -40,21 +43,39 @@ deps() {
   export PATH=/usr/local/cuda/bin:$PATH
 }
 
+# Sources whose content a build depends on (for the incremental rebuild below).
+source_files() {
+  find . \( -path ./build-gpu -o -path ./.device -o -path ./.git -o -path ./build -o -name '__pycache__' \) -prune -o \
+    -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' -o -name '*.cu' -o -name 'CMakeLists.txt' \
+    -o -name '*.cmake' -o -name '*.in' \) -print | sort
+}
+
+# A carried build (.device/build-gpu-state.tar.xz: the whole build tree with objects, made by
+# an earlier call) is reused: sources whose sha256 matches the manifest taken at that build get
+# an old mtime, so ninja recompiles only what changed. Without it: a full compile (~6 min).
 do_build() {
-  if [[ -f .device/build-gpu.tar.xz && ! -d $build ]]; then
-    echo "== build: unpacking the carried .device/build-gpu.tar.xz"
-    tar xJf .device/build-gpu.tar.xz && ls -la build-gpu/* && return 0
+  local state=.device/build-gpu-state.tar.xz
+  if [[ -f $state && ! -d $build ]]; then
+    echo "== build: unpacking the carried $state"
+    tar xJf "$state"
+    if [[ $(cat "$build/.repo-path" 2>/dev/null) == "$repo" ]]; then
+      (sha256sum -c "$build/.sources.sha256" 2>/dev/null || true) | sed -n 's/: OK$//p' | xargs -r touch -d @946684800
+      echo "   sources changed since that build: $( (sha256sum -c "$build/.sources.sha256" 2>/dev/null || true) | grep -c FAILED)"
+    else
+      echo "   built in $(cat "$build/.repo-path" 2>/dev/null), here is $repo: rebuilding from scratch"; rm -rf "$build"
+    fi
   fi
   echo "== build: configure + compile ($(nproc) cores)"
   local t0=$SECONDS
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$Kokkos_ROOT/bin/nvcc_wrapper" \
-    > "$OUT/build.log" 2>&1 && cmake --build "$build" -j "$(nproc)" >> "$OUT/build.log" 2>&1 \
+    > "$OUT/build.log" 2>&1 && cmake --build "$build" -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} >> "$OUT/build.log" 2>&1 \
     || { grep -E "error|Error" "$OUT/build.log" | head -30; tail -15 "$OUT/build.log"; return 1; }
-  echo "   built in $((SECONDS - t0)) s"
+  echo "   built in $((SECONDS - t0)) s ($(grep -c "Building" "$OUT/build.log") compiles)"
   grep -A12 "edgeframe .* configuration" "$OUT/build.log"
-  tar cJf "$OUT/build-gpu.tar.xz" build-gpu/src/engine/*.so* build-gpu/src/lammps/edgeframeplugin.so \
-    build-gpu/bench/edgeframe_bench build-gpu/tests/edgeframe_unit_tests 2>/dev/null
-  ls -la "$OUT/build-gpu.tar.xz"
+  echo "$repo" > "$build/.repo-path"
+  source_files | xargs sha256sum > "$build/.sources.sha256"
+  tar cf - build-gpu | xz -T0 -6 > "$OUT/build-gpu-state.tar.xz"
+  ls -la "$OUT/build-gpu-state.tar.xz"
 }
 
 do_test() {
@@ -85,6 +106,19 @@ do_profile() {
   cat "$OUT/profile.log"
 }
 
+do_example() {
+  echo "== example: examples/gpu/in.diamond-gpu (-k on g 1 -sf kk)"
+  lmp -k on g 1 -sf kk -in examples/gpu/in.diamond-gpu -var plugin "$build/src/lammps/edgeframeplugin.so" \
+    -log "$OUT/log.diamond-gpu" -screen none || status=1
+  grep -E "^Loop time|Performance|ERROR|edgeframe timing" "$OUT/log.diamond-gpu"
+}
+
+do_scaling() {
+  echo "== scaling: bench/gpu_scaling.sh (needs two GPUs: $(nvidia-smi -L | wc -l) here)"
+  EDGEFRAME_PLUGIN="$build/src/lammps/edgeframeplugin.so" bench/gpu_scaling.sh "$OUT/scaling" ${SCALING_ARGS:-} \
+    | tee "$OUT/scaling.md" || status=1
+}
+
 deps || exit 1
 for step in "$@"; do
   case $step in
@@ -92,7 +126,9 @@ for step in "$@"; do
     test) do_test ;;
     gate) do_gate ;;
     profile) do_profile ;;
-    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile)"; exit 2 ;;
+    example) do_example ;;
+    scaling) do_scaling ;;
+    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile example scaling)"; exit 2 ;;
   esac
 done
 exit $status

@@ -15,6 +15,7 @@
 
 #include <exception>
 #include <new>
+#include <string>
 
 namespace LAMMPS_NS {
 namespace edgeframe_glue {
@@ -23,7 +24,7 @@ namespace edgeframe_glue {
 
   // Runs fn(); any exception becomes error->all / error->one with `where` as prefix.
   template <class Fn>
-  void call_engine(Error *error, Scope scope, const char *file, int line, const char *where, Fn &&fn)
+  void call_engine(Error *error, Scope scope, const char *file, int line, const std::string &where, Fn &&fn)
   {
     auto fail = [&](const std::string &what) {
       if (scope == Scope::ALL)
@@ -31,12 +32,17 @@ namespace edgeframe_glue {
       else
         error->one(file, line, "{}: {}", where, what);
     };
+    // What to change after an allocation failure; the allocator's own text follows it.
+    const std::string oom = "out of memory while evaluating the model; give each GPU or rank fewer atoms "
+                            "(more MPI ranks / GPUs, a smaller box) or use a smaller model. ";
     try {
       fn();
+    } catch (const c10::OutOfMemoryError &e) {    // torch's CUDA caching allocator
+      fail(oom + e.what_without_backtrace());
     } catch (const c10::Error &e) {
       fail(e.what_without_backtrace());    // LibTorch errors: the message without a C++ backtrace
-    } catch (const std::bad_alloc &) {
-      fail("out of memory while evaluating the model (allocation failed)");
+    } catch (const std::bad_alloc &e) {    // host new, and Kokkos' RawMemoryAllocationFailure
+      fail(oom + e.what());
     } catch (const std::exception &e) {
       fail(e.what());
     }

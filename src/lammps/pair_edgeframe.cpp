@@ -437,7 +437,10 @@ void PairEdgeframe::compute(int eflag, int vflag)
   auto positions = Kokkos::subview(m_buffers->x, std::make_pair(0, n), Kokkos::ALL);
   edgeframe::Result result;
   std::optional<edgeframe::NonFiniteError> non_finite;    // reported below, outside call_engine's catch
-  call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe", [&] {
+  // The size in the prefix: an allocation failure then says how much this rank asked for.
+  const std::string where = fmt::format("pair_style edgeframe ({} nodes, {} edges on rank {}, step {})", n,
+                                        m_graph->edges.n_edges, comm->me, update->ntimestep);
+  call_engine(error, Scope::ONE, FLERR, where, [&] {
     try {
       result = m_evaluator->compute(*m_graph, positions, what);
     } catch (const edgeframe::NonFiniteError &e) {
