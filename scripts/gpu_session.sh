@@ -35,6 +35,9 @@ deps() {
   if [[ ! -f $prefix/stamps/lammps-20260704-cuda-hopper90 ]]; then
     mkdir -p "$prefix" && tar xJf .device/deps-gpu.tar.xz -C "$prefix" || return 1
     rm -f "$prefix/stamps/lammps-20260704-src"    # the tarball holds the build, not the source
+    # The 2026-11-29 tarball lacks LAMMPS' stamp: without it bootstrap rebuilds LAMMPS (8 min,
+    # which cost the 2026-11-30 first call its whole 10 minutes).
+    [[ -x $prefix/lammps-20260704-cuda-hopper90/bin/lmp ]] && date -u +%FT%TZ > "$prefix/stamps/lammps-20260704-cuda-hopper90"
   fi
   EDGEFRAME_TARBALLS=$repo/.device scripts/bootstrap.sh --gpu > /tmp/bootstrap.log 2>&1 \
     || { tail -20 /tmp/bootstrap.log; return 1; }
