@@ -188,8 +188,8 @@ unpack_lammps() {
 
 build_lammps() {
   local key="lammps-$lammps_version-$variant"
+  unpack_lammps    # the plugin compiles against LAMMPS' source tree, also when the build is present
   if stamp_ok "$key"; then log "LAMMPS $lammps_version ($variant) present"; return; fi
-  unpack_lammps
   local bld="$prefix/build/lammps-$variant"
   local opts=()
   # MPI where the machine has it (the CPU machines do; the GPU image may not: then LAMMPS'
