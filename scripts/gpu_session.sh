@@ -44,6 +44,8 @@ deps() {
   # shellcheck disable=SC1090
   source "$(scripts/bootstrap.sh --gpu --print-env)"
   export PATH=/usr/local/cuda/bin:$PATH
+  # The carried lmp has no rpath to its liblammps (seen 2026-11-30: exit 127 at `lmp -h`).
+  export LD_LIBRARY_PATH="$LAMMPS_ROOT/lib:$Kokkos_ROOT/lib:${LD_LIBRARY_PATH:-}"
 }
 
 # Sources whose content a build depends on (for the incremental rebuild below).
