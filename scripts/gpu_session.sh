@@ -46,6 +46,9 @@ deps() {
   export PATH=/usr/local/cuda/bin:$PATH
   # The carried lmp has no rpath to its liblammps (seen 2026-11-30: exit 127 at `lmp -h`).
   export LD_LIBRARY_PATH="$LAMMPS_ROOT/lib:$Kokkos_ROOT/lib:${LD_LIBRARY_PATH:-}"
+  # ... and no include/ (the plugin compiles against LAMMPS' source tree; LAMMPS' CMake config
+  # still names the folder).
+  mkdir -p "$LAMMPS_ROOT/include"
 }
 
 # Sources whose content a build depends on (for the incremental rebuild below).
