@@ -80,6 +80,7 @@ do_build() {
     || { grep -E "error|Error" "$OUT/build.log" | head -30; tail -15 "$OUT/build.log"; return 1; }
   echo "   built in $((SECONDS - t0)) s ($(grep -c "Building" "$OUT/build.log") compiles)"
   grep -A12 "edgeframe .* configuration" "$OUT/build.log"
+  [[ -n ${NO_STATE:-} ]] && return 0    # the last call of a session: nothing to carry on
   echo "$repo" > "$build/.repo-path"
   source_files | xargs sha256sum > "$build/.sources.sha256"
   tar cf - build-gpu | xz -T0 -6 > "$OUT/build-gpu-state.tar.xz"
@@ -110,8 +111,18 @@ do_gate() {
 do_profile() {
   echo "== profile: bench/edgeframe_bench, per kernel"
   { "$build/bench/edgeframe_bench" --shape L2 --cells 4 --reps 3 --precision fp32
-    "$build/bench/edgeframe_bench" --shape L3 --cells 4 --reps 2 --precision fp32; } > "$OUT/profile.log" 2>&1 || status=1
+    "$build/bench/edgeframe_bench" --shape L3 --cells 4 --reps 2 --precision fp32
+    "$EDGEFRAME_PYTHON" tools/roofline_probe.py; } > "$OUT/profile.log" 2>&1 || status=1
   cat "$OUT/profile.log"
+  if [[ -n ${NCU:-} ]] && command -v ncu > /dev/null; then
+    # Hardware counters of the first Kokkos kernels of one L2 step (edgeframe's kernels are all
+    # Kokkos launches; torch's are not): speed of light, memory, occupancy.
+    echo "== profile: ncu on the Kokkos kernels of one L2 step (NCU_LAUNCHES=${NCU_LAUNCHES:-40})"
+    timeout "${NCU_TIMEOUT:-180}" ncu --kernel-name regex:Kokkos --launch-count "${NCU_LAUNCHES:-40}" \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+      "$build/bench/edgeframe_bench" --shape L2 --cells 4 --reps 1 --warmup 1 --precision fp32 > "$OUT/ncu.log" 2>&1 || true
+    grep -cE "^  [A-Za-z].*\(" "$OUT/ncu.log" | sed 's/^/   kernels profiled: /'
+  fi
 }
 
 do_example() {

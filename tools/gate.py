@@ -145,8 +145,10 @@ def run_lammps(args, c, precision, steps=50):
     log = inp.with_suffix(".log").read_text() if inp.with_suffix(".log").exists() else ""
     loops = re.findall(r"Loop time of ([0-9.eE+-]+) on \d+ procs for (\d+) steps", log)
     if p.returncode != 0 or len(loops) < 2:
-        err = [ln for ln in (log + p.stderr).splitlines() if "ERROR" in ln or "rror" in ln]
-        return dict(error=f"exit {p.returncode}: {(err or ['no Loop time in the log'])[-1][:300]}")
+        # LAMMPS' own "ERROR..." line first: MPI's "with errorcode 1" after it says nothing.
+        lines = (log + p.stdout + p.stderr).splitlines()
+        err = [ln for ln in lines if "ERROR" in ln] or [ln for ln in lines if "rror" in ln]
+        return dict(error=f"exit {p.returncode}: {(err or ['no Loop time in the log'])[0][:300]}")
     t, n = float(loops[-1][0]), int(loops[-1][1])
     return dict(median_s=t / n, times_s=[t / n], steps=n, note="mean over the timed run (Loop time / steps)")
 
