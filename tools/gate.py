@@ -10,8 +10,8 @@ passed: build the rattled box and a random full-size model (tools/bench_referenc
 recipe, seeds fixed), write the model as a potential file and the neighbour list as a case
 file, compute fp64 reference forces (edge-chunked, so that large cases fit), then time each
 column in a fresh process: reference eager and compile (tools/bench_reference.py's worker),
-engine (bench/edgeframe_bench --case), LAMMPS (`-k on g 1 -sf kk`, Loop time of a short NVE
-run). Every column reports the median step time, atom-steps/s, ns/day at 1 fs, peak memory
+engine (bench/edgeframe_bench --case), LAMMPS (`-k on g 1 -sf kk`, Loop time of a short run
+with static positions: one force call per step). Every column reports the median step time, atom-steps/s, ns/day at 1 fs, peak memory
 and, for the engine, max |F - F_ref(fp64)|. Results go to OUT/gate.json (rewritten after
 every column, so a run cut short keeps what it measured) and OUT/gate.md.
 """
@@ -137,8 +137,10 @@ def run_lammps(args, c, precision, steps=50):
         "units metal", "atom_style atomic", "atom_modify map array", "boundary p p p",
         f"read_data {c['data']}", f"plugin load {args.plugin}",
         f"pair_style edgeframe precision {precision}", f"pair_coeff * * {c['potential']} {' '.join(species)}",
-        "velocity all create 300 11 loop geom", "fix 1 all nve", "timestep 0.001", "thermo 50",
-        "run 10", f"run {steps}", ""]))
+        # Static positions (no integrator): every step is one force call on the case's atoms, as
+        # in the engine column. Random-weight models are not physical: an NVE run of the 512-atom
+        # L2 diamond pulled two atoms 0.29 A apart by step 57 (H200, 2026-11-30) and stopped.
+        "thermo 50", "run 10", f"run {steps}", ""]))
     cmd = [args.lmp, "-k", "on", "g", "1", "-sf", "kk", "-pk", "kokkos", *args.lmp_package.replace(",", " ").split(),
            "-in", str(inp), "-log", str(inp.with_suffix(".log")), "-screen", "none"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.case_timeout)

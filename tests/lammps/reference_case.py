@@ -1,5 +1,7 @@
 """Helpers for LAMMPS-vs-reference tests: write a structure as a LAMMPS data file (converting
 triclinic cells to LAMMPS' restricted form), and read back what LAMMPS dumped."""
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -10,6 +12,11 @@ sys.path.insert(0, str(REPO / "tools"))
 
 import edgeframe_ref as ef  # noqa: E402
 from edgeframe_ref import calc, potential_io, random_init, structures  # noqa: E402,F401
+
+# How the tests start edgeframe/kk. EDGEFRAME_KOKKOS_ARGS="-k on g 1 -sf kk" runs them on a GPU
+# (scripts/gpu_session.sh, issue #7); a CUDA LAMMPS refuses "-k on t 1" ("no GPUs are requested").
+KOKKOS_ARGS = tuple(os.environ.get("EDGEFRAME_KOKKOS_ARGS", "-k on t 1 -sf kk").split())
+ON_GPU = re.search(r"-k\s+on\s+g\s+\d", " ".join(KOKKOS_ARGS)) is not None
 
 METAL_NKTV2P = 1.6021765e6  # LAMMPS' force->nktv2p in metal units (bar A^3 per eV)
 

@@ -7,16 +7,13 @@ about 0.2 MB of autograd activations per edge in fp64: doc/gpu-notes.md), so the
 allocator refuses. Runs only where EDGEFRAME_KOKKOS_ARGS puts Kokkos on a GPU (`-k on g 1 ...`,
 scripts/gpu_session.sh); on a CPU the same box would just take the host's memory and time.
 """
-import os
 import re
 
 import pytest
 import torch
 
-from reference_case import potential_io, random_init
+from reference_case import KOKKOS_ARGS, ON_GPU, potential_io, random_init
 
-KOKKOS_ARGS = tuple(os.environ.get("EDGEFRAME_KOKKOS_ARGS", "-k on t 1 -sf kk").split())
-ON_GPU = re.search(r"-k\s+on\s+g\s+\d", " ".join(KOKKOS_ARGS)) is not None
 
 REPS = 25    # bcc cells per side: 2 * 25^3 = 31 250 atoms
 

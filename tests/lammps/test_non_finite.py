@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import overflow_model
+from reference_case import KOKKOS_ARGS
 
 FIRST_BAD_STEP = 30   # the float32 reference overflows here and not before (asserted when writing)
 
@@ -70,10 +71,7 @@ def dump_frames(path):
     return frames
 
 
-KOKKOS = ("-k", "on", "t", "1", "-sf", "kk")
-
-
-@pytest.mark.parametrize("nprocs,style,args", [(1, "", ()), (2, "", ()), (2, " ghost_mode shell", ()), (1, "", KOKKOS)],
+@pytest.mark.parametrize("nprocs,style,args", [(1, "", ()), (2, "", ()), (2, " ghost_mode shell", ()), (1, "", KOKKOS_ARGS)],
                          ids=["one-rank", "two-ranks-exchange", "two-ranks-shell", "kk"])
 def test_non_finite_energy_stops_with_step_and_atom(lammps, tmp_path, overflow_potential, nprocs, style, args):
     # Two ranks: per-layer exchange (default) and the ghost shell. The split at y = 1 A

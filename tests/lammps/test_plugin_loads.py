@@ -1,6 +1,8 @@
 """The plugin loads into a real LAMMPS, registers its styles and checks its input."""
 from pathlib import Path
 
+from reference_case import KOKKOS_ARGS
+
 DIAMOND_BOX = """
 units metal
 atom_modify map array
@@ -98,7 +100,7 @@ def test_atoms_closer_than_min_distance_stop_the_run(lammps):
 
 def test_kokkos_suffix_selects_the_kk_style(lammps):
     run = lammps(DIAMOND_BOX + f"pair_style edgeframe\npair_coeff * * {GOLDEN_MODEL} C\nrun 0 post no\n",
-                 args=("-k", "on", "t", "1", "-sf", "kk"))
+                 args=KOKKOS_ARGS)
     assert "KOKKOS mode with Kokkos version 5.0.2" in run.output
     assert "edgeframe/kk" in run.output
 

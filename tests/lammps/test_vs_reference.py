@@ -1,14 +1,12 @@
 """pair_style edgeframe in a real LAMMPS against the PyTorch reference (tools/edgeframe_ref):
 energy, forces, global virial, per-atom energy and per-atom virial, on periodic, triclinic and
 open structures, on 1 and several MPI ranks (thin subdomains, empty ranks)."""
-import os
-import re
 
 import numpy as np
 import pytest
 import torch
 
-from reference_case import (METAL_NKTV2P, RUN_0_SCRIPT, calc, potential_io, random_init, read_dump,
+from reference_case import (KOKKOS_ARGS, ON_GPU, METAL_NKTV2P, RUN_0_SCRIPT, calc, potential_io, random_init, read_dump,
                             structures, thermo_row, write_data)
 
 # fp64 engine vs fp64 reference: both sum the same terms in different orders; measured
@@ -114,8 +112,7 @@ def test_mpi_ranks_match_reference(lammps, tmp_path, small_model, name, nprocs, 
 
 
 # How the /kk style is started: OpenMP threads here; on the GPU machine
-# EDGEFRAME_KOKKOS_ARGS="-k on g 1 -sf kk" runs the same tests on the device (issue #7).
-KOKKOS_ARGS = tuple(os.environ.get("EDGEFRAME_KOKKOS_ARGS", "-k on t 1 -sf kk").split())
+# KOKKOS_ARGS (reference_case): EDGEFRAME_KOKKOS_ARGS="-k on g 1 -sf kk" runs these on the GPU.
 
 
 @pytest.mark.parametrize("name,nprocs,package", [
@@ -155,10 +152,9 @@ def test_host_style_and_kokkos_two_threads_agree(lammps, tmp_path, small_model):
     _, thermo_h, dump_h, out_h = run_case(lammps, tmp_path, path, atoms, boundary)
     # On a GPU build (EDGEFRAME_KOKKOS_ARGS="-k on g 1 -sf kk") /kk runs on the GPU instead: the
     # host-staged plain style against the device-resident path, both with the engine on the GPU.
-    on_gpu = re.search(r"-k\s+on\s+g\s+\d", " ".join(KOKKOS_ARGS)) is not None
-    kk_args = KOKKOS_ARGS if on_gpu else ("-k", "on", "t", "2", "-sf", "kk")
+    kk_args = KOKKOS_ARGS if ON_GPU else ("-k", "on", "t", "2", "-sf", "kk")
     _, thermo_k, dump_k, out_k = run_case(lammps, tmp_path, path, atoms, boundary, args=kk_args)
-    assert "pair edgeframe/kk" in out_k and (on_gpu or "using 2 OpenMP thread(s)" in out_k)
+    assert "pair edgeframe/kk" in out_k and (ON_GPU or "using 2 OpenMP thread(s)" in out_k)
     assert "pair edgeframe/kk" not in out_h
     assert close(thermo_k[1:], thermo_h[1:], rel=1e-12, floor=1e-13)
     assert close(dump_k[:, 1:], dump_h[:, 1:], rel=1e-12, floor=1e-13)
