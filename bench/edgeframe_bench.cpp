@@ -6,10 +6,10 @@
 // kernel does arithmetic worth counting, the FLOP rate. The time not spent in Kokkos kernels is
 // LibTorch (GEMMs, activations, autograd bookkeeping).
 //
-//   edgeframe_bench [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32]
+//   edgeframe_bench [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32] [--recompute]
 //
 // Case mode (tools/gate.py, the multi-scale gate of issue #7): one given model and structure,
-//   edgeframe_bench --case FILE --potential FILE.safetensors [--precision P] [--reps N]
+//   edgeframe_bench --case FILE --potential FILE.safetensors [--precision P] [--recompute] [--reps N]
 //                   [--warmup N] [--forces-out FILE]
 // prints one line "RESULT {json}" (median step time, peak memory, energy) and writes the
 // forces as raw little-endian doubles [N, 3]. The case file is written by tools/gate.py.
@@ -262,14 +262,15 @@ void torch_reset_peak() {
 #endif
 }
 
-int run_case_mode(const std::string& case_path, const std::string& potential_path, Precision prec, int reps,
-                  int warmup, const std::string& forces_out) {
+int run_case_mode(const std::string& case_path, const std::string& potential_path, EvaluatorOptions options,
+                  int reps, int warmup, const std::string& forces_out) {
+  const Precision prec = options.precision;
   const Potential pot = read_potential(potential_path);
   const CaseData c = read_case(case_path);
   const int N = int(c.species.size());
   const DeviceCase d = upload(c);
   const auto& x = d.x;
-  Evaluator ev(pot, {prec});
+  Evaluator ev(pot, options);
   const auto t_graph = Clock::now();
   const AtomGraph graph = make_graph({d.i, d.j, d.shift, false}, d.x, d.species, N, pot.config.r_cut);
   Kokkos::fence();
@@ -301,11 +302,11 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
     if (!ts.empty()) ts += ',';
     ts += std::to_string(t);
   }
-  std::printf("RESULT {\"engine\": \"%s\", \"precision\": \"%s\", \"n_atoms\": %d, \"n_edges\": %d, "
+  std::printf("RESULT {\"engine\": \"%s\", \"precision\": \"%s\", \"recompute_layers\": %s, \"n_atoms\": %d, \"n_edges\": %d, "
               "\"median_s\": %.6e, \"times_s\": [%s], \"graph_build_s\": %.6e, \"peak_bytes\": %zu, "
               "\"torch_peak_bytes\": %zu, \"workspace_bytes\": %zu, \"energy\": %.12e}\n",
-              Exec::name(), to_string(prec).c_str(), N, E, median, ts.c_str(), graph_s, peak, torch_peak_bytes(),
-              ev.workspace_bytes(), res.energy);
+              Exec::name(), to_string(prec).c_str(), options.recompute_layers ? "true" : "false", N, E, median,
+              ts.c_str(), graph_s, peak, torch_peak_bytes(), ev.workspace_bytes(), res.energy);
   return 0;
 }
 
@@ -315,6 +316,7 @@ int main(int argc, char** argv) {
   std::string shapes = "all", precision = "fp32";
   std::vector<int> cells = {4, 6, 8};
   int reps = 3, warmup = 2;
+  bool recompute = false;
   std::string case_path, potential_path, forces_out;
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
@@ -326,6 +328,7 @@ int main(int argc, char** argv) {
     else if (arg == "--case") case_path = next();
     else if (arg == "--potential") potential_path = next();
     else if (arg == "--forces-out") forces_out = next();
+    else if (arg == "--recompute") recompute = true;
     else if (arg == "--cells") {
       cells.clear();
       std::string list = next();
@@ -335,8 +338,8 @@ int main(int argc, char** argv) {
         p = q == std::string::npos ? list.size() : q + 1;
       }
     } else if (arg != "--kokkos-num-threads" && arg.rfind("--kokkos", 0) != 0) {
-      std::fprintf(stderr, "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32]\n"
-                           "       %s --case FILE --potential FILE [--precision P] [--reps N] [--warmup N] [--forces-out FILE]\n",
+      std::fprintf(stderr, "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32] [--recompute]\n"
+                           "       %s --case FILE --potential FILE [--precision P] [--recompute] [--reps N] [--warmup N] [--forces-out FILE]\n",
                    argv[0], argv[0]);
       return 2;
     }
@@ -345,22 +348,25 @@ int main(int argc, char** argv) {
   Kokkos::Tools::Experimental::set_begin_parallel_for_callback(begin_kernel);
   Kokkos::Tools::Experimental::set_end_parallel_for_callback(end_kernel);
   const Precision prec = parse_precision(precision);
+  EvaluatorOptions options;
+  options.precision = prec;
+  options.recompute_layers = recompute;    // --recompute: EvaluatorOptions::recompute_layers
   if (!case_path.empty()) {
     try {
-      return run_case_mode(case_path, potential_path, prec, reps, warmup, forces_out);
+      return run_case_mode(case_path, potential_path, options, reps, warmup, forces_out);
     } catch (const std::exception& e) {
       std::printf("RESULT {\"error\": \"%s\"}\n", e.what());
       return 1;
     }
   }
   const std::size_t real = prec == Precision::fp64 ? 8 : 4;
-  std::printf("edgeframe_bench: %s, %s, %d thread(s), %d timed step(s) per case\n", Exec::name(), precision.c_str(),
-              Exec().concurrency(), reps);
+  std::printf("edgeframe_bench: %s, %s%s, %d thread(s), %d timed step(s) per case\n", Exec::name(), precision.c_str(),
+              recompute ? " (layers recomputed in backward)" : "", Exec().concurrency(), reps);
 
   for (const std::string shape : {"L2", "L3"}) {
     if (shapes != "all" && shapes != shape) continue;
     const Potential pot = random_potential(shape, 7);
-    Evaluator ev(pot, {prec});
+    Evaluator ev(pot, options);
     for (int nc : cells) {
       const Box box = diamond(nc, 3);
       const int N = int(box.x.size() / 3);

@@ -76,6 +76,7 @@ struct LayerWeights {
 struct Evaluator::Impl {
   ModelConfig cfg;
   Precision precision;
+  bool recompute_layers;  // EvaluatorOptions::recompute_layers
   torch::Dtype dtype;
   Workspace workspace;
   Tensor species_embedding, e0, readout_scale, readout_w0, readout_b0, readout_w1, readout_b1;
@@ -84,6 +85,7 @@ struct Evaluator::Impl {
   Impl(const Potential& pot, EvaluatorOptions opt)
       : cfg(pot.config),
         precision(opt.precision),
+        recompute_layers(opt.recompute_layers),
         dtype(opt.precision == Precision::fp64 ? torch::kFloat64 : torch::kFloat32),
         workspace(opt.poison_scratch || std::getenv("EDGEFRAME_POISON_SCRATCH") != nullptr) {
     if (cfg.lmax > kk::kMaxL) throw InputError("potential " + pot.path + ": lmax exceeds the compiled maximum");
@@ -389,11 +391,20 @@ Result Evaluator::Impl::compute(const AtomGraph& graph, kk::Vec3View<const doubl
   // Rows whose layer outputs matter: all, or with an exchange only the owned ones (ghost rows
   // are received before every layer that reads them).
   const int n_live = step.exchange ? graph.n_local : N;
+  // recompute_layers: the layer functions must outlive the backward pass below.
+  std::vector<impl::LayerFn> layer_fns;
+  layer_fns.reserve(cfg.layers);
   for (int t = 0; t < cfg.layers; ++t) {
     // Exchange mode: ghost rows are received from their owners before every layer that reads
     // them as senders (layer 0 reads the species embedding, which ghosts have themselves).
+    // The exchange stays outside a recomputed layer: the backward pass must not repeat it.
     if (t > 0 && step.exchange) h = impl::node_exchange(h, step);
-    h = m.interaction(m.layers[t], h, band, rbf, env, sp_recv, sp_send, step, t == 0, t == cfg.layers - 1, n_live);
+    layer_fns.emplace_back([&m, &sp_recv, &sp_send, &step, t, n_live, last = cfg.layers - 1](
+                               const Tensor& h_in, const Tensor& band_in, const Tensor& rbf_in, const Tensor& env_in) {
+      return m.interaction(m.layers[t], h_in, band_in, rbf_in, env_in, sp_recv, sp_send, step, t == 0, t == last, n_live);
+    });
+    h = m.recompute_layers && grad ? impl::recomputed_layer(layer_fns.back(), h, band, rbf, env)
+                                   : layer_fns.back()(h, band, rbf, env);
   }
   // Exchange mode: ghost energies are zero (never computed; they would not count anyway).
   Tensor energies = m.readout(h.narrow(0, 0, n_live), species.narrow(0, 0, n_live));

@@ -69,6 +69,10 @@ struct Result {
 struct EvaluatorOptions {
   Precision precision = Precision::fp64;
   bool poison_scratch = false;  // debug: fill freshly grown scratch with NaN (also EDGEFRAME_POISON_SCRATCH=1)
+  // Keep only each layer's inputs for the backward pass and run the layer again there
+  // (impl::recomputed_layer): peak memory of about one layer's activations instead of all
+  // layers', for one more forward pass per layer. Same results to rounding.
+  bool recompute_layers = false;
 };
 
 class Evaluator {

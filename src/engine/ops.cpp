@@ -333,4 +333,48 @@ torch::Tensor node_exchange(const torch::Tensor& h, StepContext& step) {
   return NodeExchangeFn::apply(h, handle_of(step));
 }
 
+namespace {
+
+struct RecomputedLayerFn : public torch::autograd::Function<RecomputedLayerFn> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& h, const Tensor& band, const Tensor& rbf, const Tensor& env,
+                        std::int64_t layer_handle) {
+    ctx->saved_data["layer"] = layer_handle;
+    ctx->save_for_backward({h, band, rbf, env});
+    const torch::NoGradGuard no_grad;    // nothing of the layer's inside is kept
+    return (*reinterpret_cast<const LayerFn*>(layer_handle))(h, band, rbf, env);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
+    const auto& layer = *reinterpret_cast<const LayerFn*>(ctx->saved_data["layer"].toInt());
+    const variable_list saved = ctx->get_saved_variables();
+    variable_list inputs, wrt;
+    std::vector<std::size_t> slot_of_wrt;
+    for (std::size_t k = 0; k < saved.size(); ++k) {
+      Tensor x = saved[k].detach();    // a leaf of the recomputed graph, same storage
+      if (ctx->needs_input_grad(k)) {
+        x.requires_grad_(true);
+        wrt.push_back(x);
+        slot_of_wrt.push_back(k);
+      }
+      inputs.push_back(x);
+    }
+    variable_list result(saved.size() + 1);    // + the handle, which has no gradient
+    if (wrt.empty()) return result;
+    Tensor out;
+    {
+      const torch::AutoGradMode grad_on(true);
+      out = layer(inputs[0], inputs[1], inputs[2], inputs[3]);
+    }
+    const variable_list grads = torch::autograd::grad({out}, wrt, {grad_out[0]}, false, false, true);
+    for (std::size_t i = 0; i < wrt.size(); ++i) result[slot_of_wrt[i]] = grads[i];
+    return result;
+  }
+};
+
+}  // namespace
+
+Tensor recomputed_layer(const LayerFn& layer, const Tensor& h, const Tensor& band, const Tensor& rbf, const Tensor& env) {
+  return RecomputedLayerFn::apply(h, band, rbf, env, reinterpret_cast<std::int64_t>(&layer));
+}
+
 }  // namespace edgeframe::impl

@@ -5,6 +5,8 @@
 
 #include <torch/torch.h>
 
+#include <functional>
+
 #include "bridge.hpp"
 #include "evaluator.hpp"
 #include "exchange.hpp"
@@ -62,5 +64,18 @@ torch::Tensor unrotate_aggregate(const torch::Tensor& w, const torch::Tensor& ba
 // communication through step.exchange); backward: ghost-row gradients are added to their
 // owners' rows and zeroed (reverse communication). Always returns a new tensor.
 torch::Tensor node_exchange(const torch::Tensor& h, StepContext& step);
+
+// One interaction layer as a function of the tensors that carry gradients into it.
+using LayerFn = std::function<torch::Tensor(const torch::Tensor& h, const torch::Tensor& band,
+                                            const torch::Tensor& rbf, const torch::Tensor& env)>;
+
+// Activation recomputation ("checkpointing"), one layer at a time: runs layer(h, band, rbf, env)
+// without autograd and keeps only those four inputs; the backward pass runs the layer again with
+// autograd on and back-propagates through that fresh graph. Peak memory then holds one layer's
+// activations instead of all of them, for one more forward pass of every layer. `layer` must
+// outlive the backward pass and compute the same function both times (it does: same weights,
+// same graph, deterministic kernels).
+torch::Tensor recomputed_layer(const LayerFn& layer, const torch::Tensor& h, const torch::Tensor& band,
+                               const torch::Tensor& rbf, const torch::Tensor& env);
 
 }  // namespace edgeframe::impl

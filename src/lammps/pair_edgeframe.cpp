@@ -123,11 +123,15 @@ void PairEdgeframe::settings(int narg, char **arg)
       if (value != "basic" && value != "detail")
         error->all(FLERR, "pair_style edgeframe: unknown timing '{}' (valid: basic, detail)", value);
       m_timing_detail = value == "detail";
+    } else if (key == "activations") {
+      if (value != "keep" && value != "recompute")
+        error->all(FLERR, "pair_style edgeframe: unknown activations '{}' (valid: keep, recompute)", value);
+      m_recompute_layers = value == "recompute";
     } else if (key == "min_distance") {
       m_min_distance = utils::numeric(FLERR, value, false, lmp);
       if (!(m_min_distance >= 0.0)) error->all(FLERR, "pair_style edgeframe: min_distance must be >= 0 (got {})", value);
     } else {
-      error->all(FLERR, "pair_style edgeframe: unknown keyword '{}' (valid: precision, min_distance, fold_images, ghost_mode, timing)", key);
+      error->all(FLERR, "pair_style edgeframe: unknown keyword '{}' (valid: precision, activations, min_distance, fold_images, ghost_mode, timing)", key);
     }
     iarg += 2;
   }
@@ -192,6 +196,7 @@ void PairEdgeframe::init_engine(bool need_newton)
     call_engine(error, Scope::ALL, FLERR, "pair_style edgeframe", [&] {
       edgeframe::EvaluatorOptions options;
       options.precision = edgeframe::parse_precision(m_precision);
+      options.recompute_layers = m_recompute_layers;
       m_evaluator = std::make_unique<edgeframe::Evaluator>(*m_potential, options);
     });
   }
@@ -272,11 +277,12 @@ void PairEdgeframe::print_model_block()
   utils::logmesg(lmp,
                  "edgeframe {}: potential {}\n"
                  "  elements {} | r_cut {:.4g} A | lmax {} mmax {} | channels {} (hidden {}, ffn {}) | layers {}\n"
-                 "  parameters {} (stored {}, trained {}) | precision {} | execution space {} | "
+                 "  parameters {} (stored {}, trained {}) | precision {} | activations {} | execution space {} | "
                  "Kokkos {} | LibTorch {}\n",
                  info.edgeframe_version, m_potential_file, elements, cfg.r_cut, cfg.lmax, cfg.mmax, cfg.channels,
                  cfg.hidden_channels, cfg.ffn_channels, cfg.layers, n_params, m_potential->dtype,
-                 m_potential->trained_precision, m_precision, info.execution_space, info.kokkos_version,
+                 m_potential->trained_precision, m_precision, m_recompute_layers ? "recompute" : "keep",
+                 info.execution_space, info.kokkos_version,
                  info.torch_version);
 }
 

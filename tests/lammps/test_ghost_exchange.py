@@ -156,11 +156,12 @@ def test_timing_detail_and_graph_line_on_the_kk_device_path(lammps, tmp_path, sm
     assert nodes == len(atoms) and ghost_nodes == 0 and edges > 0, output[-1500:]
 
 
-def test_bad_ghost_mode_and_timing_are_errors(lammps, tmp_path, small_model):
+def test_bad_ghost_mode_timing_and_activations_are_errors(lammps, tmp_path, small_model):
     _, path = small_model
     atoms, boundary = structure("diamond64")
     for args, text in ((" ghost_mode fat", "unknown ghost_mode 'fat' (valid: exchange, shell)"),
-                       (" timing verbose", "unknown timing 'verbose' (valid: basic, detail)")):
+                       (" timing verbose", "unknown timing 'verbose' (valid: basic, detail)"),
+                       (" activations drop", "unknown activations 'drop' (valid: keep, recompute)")):
         write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
         script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp64" + args, model=path, elements="C Cu",
                                      nktv2p=METAL_NKTV2P, pre="", extra="")
@@ -199,3 +200,23 @@ def test_exchange_through_empty_ranks_that_relay(lammps, tmp_path, small_model):
         assert close(thermo[2:8], [virial[a, b] for a, b in VOIGT]), mode
         assert close(dump[:, 1:4], forces), mode
         per_atom_checks(dump, ref, atom_virial, len(atoms))
+
+
+@pytest.mark.parametrize("nprocs,style,args", [(1, "", ()), (2, " ghost_mode exchange", ()),
+                                               (2, " ghost_mode shell", ()), (1, "", KOKKOS_ARGS)],
+                         ids=["one-rank", "two-ranks-exchange", "two-ranks-shell", "kk"])
+def test_recomputed_activations_match_the_reference(lammps, tmp_path, small_model, nprocs, style, args):
+    # activations recompute: each layer runs again in the backward pass instead of keeping its
+    # activations (EvaluatorOptions::recompute_layers). With the exchange, the recomputation
+    # must not repeat a layer's forward exchange: a repeated one would still give right numbers
+    # on its own but desynchronise the reverse calls (the engine counts them and throws).
+    model, path = small_model
+    atoms, boundary = structure("diamond64")
+    q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs, args=args,
+                                       style_args=" activations recompute" + style)
+    assert "activations recompute" in output
+    ref, forces, virial, atom_virial = expected(model, atoms, q)
+    assert close(thermo[1], ref["energy"]), (thermo[1], ref["energy"])
+    assert close(thermo[2:8], [virial[a, b] for a, b in VOIGT])
+    assert close(dump[:, 1:4], forces)
+    per_atom_checks(dump, ref, atom_virial, len(atoms))
