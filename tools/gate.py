@@ -111,10 +111,12 @@ def build_case(system, size, shape, workdir, **overrides):
                 elements=elements, ref=ref)
 
 
-def run_engine(args, c, precision):
-    forces = c["case"].with_suffix(f".{precision}.forces")
+def run_engine(args, c, precision, recompute=False):
+    forces = c["case"].with_suffix(f".{precision}{'-recompute' if recompute else ''}.forces")
     cmd = [args.bench, "--case", str(c["case"]), "--potential", str(c["potential"]), "--precision", precision,
            "--reps", str(args.repeats), "--warmup", str(args.warmup), "--forces-out", str(forces)]
+    if recompute:
+        cmd.append("--recompute")    # activations recompute: one layer's activations at a time
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.case_timeout)
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")), None)
     if line is None:
@@ -185,7 +187,8 @@ def main():
     ap.add_argument("--lmp-package", default="neigh full newton off",
                     help="package kokkos options of the LAMMPS column, spaces or commas (default: LAMMPS-KOKKOS' GPU defaults)")
     ap.add_argument("--cases", default="", help="system:size:shape,... (default: the issue's list)")
-    ap.add_argument("--columns", default="eager,compile,engine-fp32,engine-tf32,lammps-fp32")
+    ap.add_argument("--columns", default="eager,compile,engine-fp32,engine-tf32,lammps-fp32",
+                    help="eager, compile, engine-<precision>[-recompute], lammps-<precision>")
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--budget", type=float, default=420, help="stop starting new columns after this (s)")
@@ -230,8 +233,9 @@ def main():
                                 repeats=args.repeats, warmup=args.warmup, threads=0, edge_chunk=0, max_memory_gb=0)
                     r = bench_reference.run_worker(case, args.case_timeout)
                     r = {k: r[k] for k in ("median_s", "times_s", "peak_bytes", "first_call_s", "error") if k in r}
-                elif col.startswith("engine-"):
-                    r = run_engine(args, c, col.split("-", 1)[1])
+                elif col.startswith("engine-"):    # engine-<precision>[-recompute]
+                    parts = col.split("-")
+                    r = run_engine(args, c, parts[1], recompute="recompute" in parts[2:])
                 elif col.startswith("lammps-") and args.lmp:
                     r = run_lammps(args, c, col.split("-", 1)[1])
                 else:

@@ -24,11 +24,13 @@ def case(tmp_path_factory):
 def test_engine_reads_the_case_file_and_matches_the_reference(request, case):
     bench = Path(request.config.getoption("--plugin")).resolve().parents[2] / "bench" / "edgeframe_bench"
     args = argparse.Namespace(bench=str(bench), repeats=1, warmup=1, case_timeout=300)
-    r = gate.run_engine(args, case, "fp64")
-    assert "error" not in r, r
-    assert r["n_atoms"] == case["n_atoms"] and r["n_edges"] == case["n_edges"]
-    assert r["max_force_err_rel"] < 1e-10, r
-    assert r["energy_err"] < 1e-10 * abs(case["ref"]["energy"]), r
+    for recompute in (False, True):    # the engine-fp64 and engine-fp64-recompute columns
+        r = gate.run_engine(args, case, "fp64", recompute=recompute)
+        assert "error" not in r, r
+        assert r["recompute_layers"] == recompute
+        assert r["n_atoms"] == case["n_atoms"] and r["n_edges"] == case["n_edges"]
+        assert r["max_force_err_rel"] < 1e-10, r
+        assert r["energy_err"] < 1e-10 * abs(case["ref"]["energy"]), r
 
 
 def test_lammps_data_file_gives_the_reference_energy(lammps, case):
