@@ -61,29 +61,31 @@ run 20
         assert abs(thermo[step, 2] - ref[step]["ke"]) <= 1e-9 * max(ref[step]["ke"], 1.0)
 
 
-# The stored examples (examples/regression: the shipped potentials, 64-atom diamond and 54-atom
+# The stored references (tests/data/regression, replayed with examples/regression/in.regression:
+# the shipped potentials, 64-atom diamond and 54-atom
 # bcc Cu, 20 steps of 0.5 fs), replayed as a user would: in.regression, then compare.py.
 # Measured worst deviations over the 20 steps (2026-11-30, the 64-channel potentials of main
 # d004947): diamond fp64 1.4e-15 A, fp32 2.4e-8 A; bcc Cu fp64 1.4e-12 A, fp32 3.2e-9 A (fp32
 # forces are within ~1e-5 of fp64, and position errors grow as t^2 from there). With the
 # previous 16-channel potentials: diamond 3.1e-11 / 3.1e-8 A, Cu 5.4e-15 / 3.4e-9 A.
 STORED_TOL = {"fp64": 1e-8, "fp32": 3e-7}    # Angstrom: >= 7000x and >= 12x above the measured
-STORED = {"diamond": ("C-diamond.safetensors", "C", ""), "cu-bcc": ("Cu.safetensors", "Cu", "cu-bcc")}
+STORED = {"diamond": ("C-diamond.safetensors", "C"), "cu-bcc": ("Cu.safetensors", "Cu")}
 
 
 @pytest.mark.parametrize("precision", ["fp64", "fp32"])
 @pytest.mark.parametrize("system", ["diamond", "cu-bcc"])
 def test_stored_reference_replays(lammps, tmp_path, system, precision):
-    potential, element, sub = STORED[system]
+    potential, element = STORED[system]
     example = REPO / "examples" / "regression"
+    stored = REPO / "tests" / "data" / "regression" / system
     cmd = [lammps.lmp, "-in", str(example / "in.regression"), "-log", "none", "-var", "plugin", lammps.plugin,
            "-var", "potential", str(REPO / "potentials" / potential), "-var", "element", element,
-           "-var", "dir", str(example / sub), "-var", "precision", precision]
+           "-var", "dir", str(stored), "-var", "precision", precision]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     run = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert run.returncode == 0, (run.stdout + run.stderr)[-2000:]
     check = subprocess.run([sys.executable, str(REPO / "tools" / "regression" / "compare.py"),
-                            str(tmp_path / "regression.dump"), str(example / sub / "reference.json"),
+                            str(tmp_path / "regression.dump"), str(stored / "reference.json"),
                             "--tol", repr(STORED_TOL[precision])], capture_output=True, text=True)
     print(check.stdout.splitlines()[-1] if check.stdout else check.stderr)
     assert check.returncode == 0 and "compare: PASS" in check.stdout, (
