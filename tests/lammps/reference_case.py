@@ -43,6 +43,17 @@ def write_data(path, atoms, elements, open_box_pad=20.0):
         lo = np.zeros(3)
         hi = np.array([cell[0, 0], cell[1, 1], cell[2, 2]])
         tilt = (cell[1, 0], cell[2, 0], cell[2, 1])
+    elif any(atoms.pbc):
+        # Mixed boundaries (a slab): an orthogonal cell, periodic along its periodic axes and
+        # padded like an open box along the others.
+        cell = np.asarray(atoms.cell, dtype=np.float64)
+        if np.abs(cell - np.diag(np.diag(cell))).max() > 0:
+            raise ValueError("write_data: mixed boundaries need an orthogonal cell")
+        q = np.eye(3)
+        pos = atoms.positions
+        lo = np.where(atoms.pbc, 0.0, pos.min(0) - open_box_pad)
+        hi = np.where(atoms.pbc, np.diag(cell), pos.max(0) + open_box_pad)
+        tilt = None
     else:
         q = np.eye(3)
         pos = atoms.positions

@@ -3,7 +3,7 @@ minimize, rerun, restart round trips, hybrid/overlay and hybrid with NULL types.
 import numpy as np
 import pytest
 
-from reference_case import METAL_NKTV2P, calc, potential_io, random_init, structures, write_data
+from reference_case import KOKKOS_ARGS, METAL_NKTV2P, calc, potential_io, random_init, structures, write_data
 
 from test_vs_reference import close, small_model, structure  # noqa: F401  (fixture re-export)
 
@@ -106,6 +106,48 @@ run 60
     print("NPT: max |econserve - econserve(0)| / N = %.3e eV/atom, volume change %.2e" %
           (drift, np.abs(vol - vol[0]).max() / vol[0]))
     assert drift < NPT_DRIFT_PER_ATOM, econs
+
+
+@pytest.mark.parametrize("nprocs,args", [(1, ()), (2, ()), (1, KOKKOS_ARGS)], ids=["one-rank", "two-ranks", "kk"])
+def test_fix_deform_forces_follow_the_box_between_neighbour_list_builds(lammps, tmp_path, small_model, nprocs, args):
+    # fix deform stretches x by 3 % and shears xy by 0.2 A over 20 steps while the neighbour
+    # list is rebuilt only every 10 steps: image offsets and ghost positions must follow the
+    # box at every step. LAMMPS changes the box at the end of a step (fix deform's end_of_step),
+    # after the forces: the energy and forces of step n belong to the positions of step n
+    # (remap none: deform does not move atoms) in the box printed at step n - 1.
+    model, path = small_model
+    atoms, _ = structure("triclinic_ccu16")
+    script = setup(tmp_path, atoms, path) + """
+velocity all create 600 4928459 mom yes rot yes dist gaussian
+timestep 0.0005
+fix 1 all nve
+fix 2 all deform 1 x scale 1.03 xy delta 0.2 remap none
+neighbor 1.0 bin
+neigh_modify every 10 delay 0 check no
+thermo 1
+thermo_style custom step pe lx ly lz xy xz yz
+thermo_modify format float %.17g
+dump d all custom 1 traj.dump id type x y z fx fy fz
+dump_modify d sort id format float %.17g
+run 20
+"""
+    run = lammps(script, nprocs=nprocs, args=args)
+    assert run.returncode == 0, run.output[-2000:]
+    rows = thermo_table(run.output)
+    assert len(rows) == 21 and abs(rows[-1][2] / rows[0][2] - 1.03) < 1e-9 and abs(rows[-1][5] - rows[0][5] - 0.2) < 1e-9
+    frames = (tmp_path / "traj.dump").read_text().split("ITEM: TIMESTEP\n")[1:]
+    for step in (5, 15, 19, 20):    # mid-list (5, 15, 19) and at a rebuild (20)
+        lines = frames[step].splitlines()
+        assert int(lines[0]) == step
+        data = np.array([[float(v) for v in r.split()] for r in lines[lines.index("ITEM: ATOMS id type x y z fx fy fz") + 1:]])
+        _, _, lx, ly, lz, xy, xz, yz = rows[step - 1]
+        at_step = structures.Atoms(positions=data[:, 2:5], cell=np.array([[lx, 0, 0], [xy, ly, 0], [xz, yz, lz]]),
+                                   pbc=(True, True, True), symbols=["C" if t == 1 else "Cu" for t in data[:, 1]])
+        ref = calc.evaluate(model, at_step)
+        print("deform step %d: |dE| %.1e eV, max |dF| %.1e eV/A"
+              % (step, abs(rows[step][1] - ref["energy"]), np.abs(data[:, 5:8] - ref["forces"]).max()))
+        assert close(rows[step][1], ref["energy"]), step
+        assert close(data[:, 5:8], ref["forces"]), step
 
 
 def test_minimize_lowers_the_energy_and_the_force_norm(lammps, tmp_path, small_model):

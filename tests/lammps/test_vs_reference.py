@@ -43,6 +43,10 @@ def structure(name):
         return structures.triclinic_two_species(seed=3), "p p p"
     if name == "cluster":
         return structures.axis_cluster(), "f f f"
+    if name == "slab":    # mixed boundaries: diamond periodic in x and y, open along z
+        atoms = structures.rattle(structures.diamond((2, 2, 2)), 0.05, seed=4)
+        atoms.pbc = (True, True, False)
+        return atoms, "p p f"
     raise KeyError(name)
 
 
@@ -71,7 +75,7 @@ CENTROID = VOIGT + [(1, 0), (2, 0), (2, 1)]
 
 
 @pytest.mark.parametrize("fold", ["yes", "no"])
-@pytest.mark.parametrize("name", ["diamond64", "bcc_cu54", "triclinic_ccu16", "cluster"])
+@pytest.mark.parametrize("name", ["diamond64", "bcc_cu54", "triclinic_ccu16", "cluster", "slab"])
 def test_single_rank_matches_reference(lammps, tmp_path, small_model, name, fold):
     # fold yes (the default on one rank): periodic images folded onto their owners;
     # fold no: the ghost mode that several ranks use (per-layer exchange by default).
@@ -95,12 +99,13 @@ def test_single_rank_matches_reference(lammps, tmp_path, small_model, name, fold
 
 @pytest.mark.parametrize("name,nprocs,grid", [("diamond64", 2, "2 1 1"), ("diamond64", 4, "2 2 1"),
                                               ("diamond64", 8, "2 2 2"), ("diamond64", 4, "4 1 1"),
-                                              ("cluster", 4, "4 1 1"), ("triclinic_ccu16", 3, "3 1 1")])
+                                              ("cluster", 4, "4 1 1"), ("triclinic_ccu16", 3, "3 1 1"),
+                                              ("slab", 4, "1 2 2")])
 def test_mpi_ranks_match_reference(lammps, tmp_path, small_model, name, nprocs, grid):
     # Default ghost mode (exchange); test_ghost_exchange.py compares both modes.
     # diamond 4 1 1: 1.8 A thick subdomains, far thinner than T r_cut = 8.4 A; 8 ranks on 64
     # atoms: few atoms per rank; cluster 4 1 1: the open box is padded by 20 A, so the outer
-    # two ranks own no atom at all.
+    # two ranks own no atom at all; slab 1 2 2: split along the open z axis too (p p f).
     model, path = small_model
     atoms, boundary = structure(name)
     q, thermo, dump, _ = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs,
@@ -111,12 +116,12 @@ def test_mpi_ranks_match_reference(lammps, tmp_path, small_model, name, nprocs, 
     assert close(dump[:, 1:4], forces)
 
 
-# How the /kk style is started: OpenMP threads here; on the GPU machine
-# KOKKOS_ARGS (reference_case): EDGEFRAME_KOKKOS_ARGS="-k on g 1 -sf kk" runs these on the GPU.
+# How the /kk style is started (KOKKOS_ARGS, reference_case): Kokkos OpenMP threads here;
+# EDGEFRAME_KOKKOS_ARGS="-k on g 1 -sf kk" runs these on the GPU.
 
 
 @pytest.mark.parametrize("name,nprocs,package", [
-    ("diamond64", 1, ""), ("bcc_cu54", 1, ""), ("triclinic_ccu16", 1, ""), ("cluster", 1, ""),
+    ("diamond64", 1, ""), ("bcc_cu54", 1, ""), ("triclinic_ccu16", 1, ""), ("cluster", 1, ""), ("slab", 1, ""),
     ("bcc_cu54", 1, "newton off neigh full"),        # LAMMPS-KOKKOS' defaults on a GPU
     ("triclinic_ccu16", 2, "newton on neigh half")])
 def test_kokkos_style_matches_reference(lammps, tmp_path, small_model, name, nprocs, package):
