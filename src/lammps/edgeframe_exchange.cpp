@@ -8,6 +8,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -19,34 +20,6 @@ namespace {
 
 using EngineMem = Kokkos::DefaultExecutionSpace::memory_space;
 constexpr bool kEngineMemoryIsHost = Kokkos::SpaceAccessibility<Kokkos::HostSpace, EngineMem>::accessible;
-
-// The rows as host memory: the engine's own pointer on host builds, else a staged copy.
-char *host_rows(const edgeframe::NodeRows &r, std::vector<char> &copy)
-{
-  const std::size_t bytes = std::size_t(r.rows) * r.width * r.element_size();
-  if constexpr (kEngineMemoryIsHost) {
-    (void) copy;
-    (void) bytes;
-    return static_cast<char *>(r.data);
-  } else {
-    copy.resize(bytes);
-    Kokkos::deep_copy(Kokkos::View<char *, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(copy.data(), bytes),
-                      Kokkos::View<char *, EngineMem, Kokkos::MemoryUnmanaged>(static_cast<char *>(r.data), bytes));
-    return copy.data();
-  }
-}
-
-void rows_back(const edgeframe::NodeRows &r, const std::vector<char> &copy)
-{
-  if constexpr (!kEngineMemoryIsHost) {
-    const std::size_t bytes = std::size_t(r.rows) * r.width * r.element_size();
-    Kokkos::deep_copy(Kokkos::View<char *, EngineMem, Kokkos::MemoryUnmanaged>(static_cast<char *>(r.data), bytes),
-                      Kokkos::View<const char *, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(copy.data(), bytes));
-  } else {
-    (void) r;
-    (void) copy;
-  }
-}
 
 template <class T>
 void to_stage(const T *row, double *stage, int width)
@@ -100,6 +73,45 @@ void check_rows(const edgeframe::NodeRows &r, int n_nodes, int width, const char
 
 }    // namespace
 
+struct FeatureExchange::PinnedRows {
+  Kokkos::View<char *, Kokkos::SharedHostPinnedSpace> bytes;    // grown on demand, never shrunk
+};
+
+FeatureExchange::FeatureExchange(Comm *comm, Pair *pair) :
+    m_comm(comm), m_pair(pair), m_pinned(std::make_unique<PinnedRows>())
+{
+  const char *force = std::getenv("EDGEFRAME_STAGE_EXCHANGE");
+  m_staged = !kEngineMemoryIsHost || (force != nullptr && std::strcmp(force, "1") == 0);
+}
+
+FeatureExchange::~FeatureExchange() = default;
+
+char *FeatureExchange::rows_to_host(const edgeframe::NodeRows &r, int begin, int end)
+{
+  if (!m_staged) return static_cast<char *>(r.data);
+  const std::size_t row_bytes = std::size_t(r.width) * r.element_size(), all = std::size_t(r.rows) * row_bytes;
+  if (m_pinned->bytes.extent(0) < all)
+    m_pinned->bytes = Kokkos::View<char *, Kokkos::SharedHostPinnedSpace>(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::exchange pinned rows"), all);
+  if (end > begin) {
+    const auto range = std::make_pair(begin * row_bytes, end * row_bytes);
+    Kokkos::deep_copy(Kokkos::subview(m_pinned->bytes, range),
+                      Kokkos::subview(Kokkos::View<const char *, EngineMem, Kokkos::MemoryUnmanaged>(
+                                          static_cast<const char *>(r.data), all), range));
+  }
+  return m_pinned->bytes.data();
+}
+
+void FeatureExchange::rows_to_engine(const edgeframe::NodeRows &r, const char *host, int begin, int end)
+{
+  if (!m_staged || end <= begin) return;
+  const std::size_t row_bytes = std::size_t(r.width) * r.element_size(), all = std::size_t(r.rows) * row_bytes;
+  const auto range = std::make_pair(begin * row_bytes, end * row_bytes);
+  Kokkos::deep_copy(
+      Kokkos::subview(Kokkos::View<char *, EngineMem, Kokkos::MemoryUnmanaged>(static_cast<char *>(r.data), all), range),
+      Kokkos::subview(Kokkos::View<const char *, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(host, all), range));
+}
+
 void FeatureExchange::bind(const NodeMap *nodes, int nall, int width)
 {
   m_nodes = nodes;
@@ -114,12 +126,12 @@ void FeatureExchange::forward(const edgeframe::NodeRows &h)
   check_rows(h, n_nodes, m_width, "feature");
   ++m_calls;
   std::fill(m_stage.begin(), m_stage.end(), 0.0);
-  char *rows = n_nodes ? host_rows(h, m_host) : nullptr;
   const int n_local = m_nodes ? m_nodes->n_local : 0;
+  char *rows = n_nodes ? rows_to_host(h, 0, n_local) : nullptr;    // only the owned rows are read
   if (n_nodes) rows_to_stage(h, rows, *m_nodes, 0, n_local, m_stage.data(), m_width);      // owners out
   m_comm->forward_comm(m_pair);
   if (n_nodes) stage_to_rows(m_stage.data(), *m_nodes, n_local, n_nodes, h, rows, m_width);  // ghosts in
-  if (n_nodes) rows_back(h, m_host);
+  if (n_nodes) rows_to_engine(h, rows, n_local, n_nodes);    // only the ghost rows changed
 }
 
 void FeatureExchange::reverse(const edgeframe::NodeRows &grad)
@@ -128,14 +140,14 @@ void FeatureExchange::reverse(const edgeframe::NodeRows &grad)
   check_rows(grad, n_nodes, m_width, "gradient");
   ++m_calls;
   std::fill(m_stage.begin(), m_stage.end(), 0.0);
-  char *rows = n_nodes ? host_rows(grad, m_host) : nullptr;
+  char *rows = n_nodes ? rows_to_host(grad, 0, n_nodes) : nullptr;
   const std::size_t row_bytes = std::size_t(grad.width) * grad.element_size();
   const int n_local = m_nodes ? m_nodes->n_local : 0;
   if (n_nodes) rows_to_stage(grad, rows, *m_nodes, 0, n_nodes, m_stage.data(), m_width);   // every row out
   m_comm->reverse_comm(m_pair);
   if (n_nodes) stage_to_rows(m_stage.data(), *m_nodes, 0, n_local, grad, rows, m_width);  // owners' sums in
   if (n_nodes > n_local) std::memset(rows + n_local * row_bytes, 0, (n_nodes - n_local) * row_bytes);
-  if (n_nodes) rows_back(grad, m_host);
+  if (n_nodes) rows_to_engine(grad, rows, 0, n_nodes);
 }
 
 int FeatureExchange::pack_forward(int n, const int *list, double *buf) const

@@ -12,6 +12,12 @@
    rows -> stage -> comm->reverse_comm(pair) (ghost rows added onto their
    owners, along the same swaps backwards) -> owned node rows; ghost node
    rows zeroed. The pair style's pack/unpack hooks delegate here.
+
+   Where the engine's memory is not host memory (CUDA builds) the node rows
+   go through a pinned host copy, and only the rows a step needs cross the
+   bus: forward sends the owned rows up and the ghost rows back down.
+   EDGEFRAME_STAGE_EXCHANGE=1 takes that staged path on host builds too, so
+   that the CPU tests cover the code the GPU runs.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_EDGEFRAME_EXCHANGE_H
@@ -19,6 +25,7 @@
 
 #include "exchange.hpp"
 
+#include <memory>
 #include <vector>
 
 namespace LAMMPS_NS {
@@ -30,7 +37,8 @@ namespace edgeframe_glue {
 
   class FeatureExchange : public edgeframe::NodeExchange {
    public:
-    FeatureExchange(Comm *comm, Pair *pair) : m_comm(comm), m_pair(pair) {}
+    FeatureExchange(Comm *comm, Pair *pair);
+    ~FeatureExchange() override;
 
     // Before each force call: this step's nodes (nullptr on a rank without nodes), the LAMMPS
     // atom count nlocal + nghost, and the row width D * C (the pair's comm_forward/comm_reverse).
@@ -46,15 +54,24 @@ namespace edgeframe_glue {
     void unpack_reverse(int n, const int *list, const double *buf);
 
     long calls() const { return m_calls; }
+    bool staged() const { return m_staged; }    // rows copied through a (pinned) host buffer
 
    private:
+    struct PinnedRows;    // the staging buffer (Kokkos::SharedHostPinnedSpace), .cpp
+    // Rows [begin, end) of r readable on the host: r's own memory, or copied into the staging
+    // buffer (laid out like r). Returns the base of that host copy of all r.rows rows.
+    char *rows_to_host(const edgeframe::NodeRows &r, int begin, int end);
+    // Rows [begin, end) of the host copy back into r (staged path only).
+    void rows_to_engine(const edgeframe::NodeRows &r, const char *host, int begin, int end);
+
     Comm *m_comm;
     Pair *m_pair;
     const NodeMap *m_nodes = nullptr;
     int m_nall = 0, m_width = 0;
     long m_calls = 0;
     std::vector<double> m_stage;    // [nall, width] per LAMMPS atom
-    std::vector<char> m_host;       // host copy of the rows on builds whose engine memory is not host
+    bool m_staged = false;                  // see staged()
+    std::unique_ptr<PinnedRows> m_pinned;   // staged path: host copy of the node rows
   };
 
 }    // namespace edgeframe_glue

@@ -255,8 +255,9 @@ void PairEdgeframe::init_style()
   if (m_exchange && comm->me == 0)
     utils::logmesg(lmp,
                    "edgeframe: ghost mode exchange: ghost cutoff r_cut + skin = {:.4g} A; {} features per atom "
-                   "forward-communicated before layers 2..{} and reverse-communicated in the backward pass\n",
-                   cfg.r_cut + neighbor->skin, m_exchange_width, cfg.layers);
+                   "forward-communicated before layers 2..{} and reverse-communicated in the backward pass{}\n",
+                   cfg.r_cut + neighbor->skin, m_exchange_width, cfg.layers,
+                   m_feature_exchange->staged() ? " (node rows staged through pinned host memory)" : "");
 }
 
 double PairEdgeframe::init_one(int i, int j)

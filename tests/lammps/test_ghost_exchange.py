@@ -220,3 +220,21 @@ def test_recomputed_activations_match_the_reference(lammps, tmp_path, small_mode
     assert close(thermo[2:8], [virial[a, b] for a, b in VOIGT])
     assert close(dump[:, 1:4], forces)
     per_atom_checks(dump, ref, atom_virial, len(atoms))
+
+
+@pytest.mark.parametrize("name,nprocs,grid", [("diamond64", 4, "2 2 1"), ("cluster", 4, "4 1 1")])
+def test_staged_exchange_matches_the_reference(lammps, tmp_path, small_model, monkeypatch, name, nprocs, grid):
+    # On CUDA builds node rows cross to the host through a pinned buffer, owned rows up and ghost
+    # rows down only (edgeframe_exchange.h). EDGEFRAME_STAGE_EXCHANGE=1 takes that path on the
+    # CPU: a row range off by one would leave ghosts with stale features and miss the reference.
+    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    model, path = small_model
+    atoms, boundary = structure(name)
+    q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs,
+                                       pre=f"processors {grid}", style_args=" ghost_mode exchange")
+    assert "staged through pinned host memory" in output
+    ref, forces, virial, atom_virial = expected(model, atoms, q)
+    assert close(thermo[1], ref["energy"]), (thermo[1], ref["energy"])
+    assert close(thermo[2:8], [virial[a, b] for a, b in VOIGT])
+    assert close(dump[:, 1:4], forces)
+    per_atom_checks(dump, ref, atom_virial, len(atoms))
