@@ -16,7 +16,8 @@ out=${1:?usage: bench/gpu_scaling.sh OUTDIR [steps] [reps...]}; shift
 steps=${1:-20}; shift $(( $# > 0 ? 1 : 0 ))
 reps_list=("$@"); [[ ${#reps_list[@]} -gt 0 ]] || reps_list=(16 24)
 plugin=${EDGEFRAME_PLUGIN:-$repo/build-gpu/src/lammps/edgeframeplugin.so}
-mkdir -p "$out"
+mkdir -p "$out" && out=$(cd "$out" && pwd)    # absolute: the runs below start in the repository root
+failed=0
 export OMP_NUM_THREADS=1
 cd "$repo"
 
@@ -33,6 +34,7 @@ run() {    # name ranks reps zreps fold
   loop=$(grep -oE "Loop time of [0-9.eE+-]+" "$log" | tail -1 | awk '{print $4}')
   if [[ $rc -ne 0 || -z $loop ]]; then
     echo "| $name | $np | ${atoms:-?} | failed (exit $rc): $(grep -m1 ERROR "$log" "$log.stdout" | cut -c1-160) | | |"
+    failed=1
     return
   fi
   local ms; ms=$(awk -v t="$loop" -v n="$steps" 'BEGIN{printf "%.1f", 1e3 * t / n}')
@@ -50,3 +52,4 @@ for r in "${reps_list[@]}"; do
 done
 base=${reps_list[0]}
 run "weak-r$base-2gpu" 2 "$base" $((2 * base)) no
+exit $failed

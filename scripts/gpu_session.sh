@@ -88,10 +88,15 @@ do_build() {
 }
 
 do_test() {
-  echo "== test: GoogleTest units on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
   local t0=$SECONDS
-  (cd "$build" && ./tests/edgeframe_unit_tests --gtest_brief=1) > "$OUT/unit-gpu.log" 2>&1 || status=1
-  tail -5 "$OUT/unit-gpu.log"; echo "   $((SECONDS - t0)) s"
+  if [[ -n ${BUILD_TARGETS:-} && " $BUILD_TARGETS " != *" edgeframe_unit_tests "* ]]; then
+    # A carried build tree may hold a unit-test binary built from older sources: never run it.
+    echo "== test: GoogleTest units skipped (BUILD_TARGETS does not build edgeframe_unit_tests)"
+  else
+    echo "== test: GoogleTest units on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+    (cd "$build" && ./tests/edgeframe_unit_tests --gtest_brief=1) > "$OUT/unit-gpu.log" 2>&1 || status=1
+    tail -5 "$OUT/unit-gpu.log"; echo "   $((SECONDS - t0)) s"
+  fi
   echo "== test: LAMMPS-level tests, CUDA plugin (plain style on the GPU; /kk with -k on g 1 -sf kk)"
   t0=$SECONDS
   EDGEFRAME_KOKKOS_ARGS=${EDGEFRAME_KOKKOS_ARGS:-"-k on g 1 -sf kk"} timeout "${LAMMPS_TEST_TIMEOUT:-300}" "$EDGEFRAME_PYTHON" -m pytest -q \
@@ -135,7 +140,8 @@ do_example() {
 do_scaling() {
   echo "== scaling: bench/gpu_scaling.sh (needs two GPUs: $(nvidia-smi -L | wc -l) here)"
   EDGEFRAME_PLUGIN="$build/src/lammps/edgeframeplugin.so" bench/gpu_scaling.sh "$OUT/scaling" ${SCALING_ARGS:-} \
-    | tee "$OUT/scaling.md" || status=1
+    | tee "$OUT/scaling.md"
+  grep -q "| failed" "$OUT/scaling.md" && status=1
 }
 
 deps || exit 1

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 
 #include "band_layout.hpp"
 #include "bridge.hpp"
@@ -77,6 +78,7 @@ struct Evaluator::Impl {
   ModelConfig cfg;
   Precision precision;
   bool recompute_layers;  // EvaluatorOptions::recompute_layers
+  long layers_recomputed = 0;  // layers run again in backward passes, over all compute() calls
   torch::Dtype dtype;
   Workspace workspace;
   Tensor species_embedding, e0, readout_scale, readout_w0, readout_b0, readout_w1, readout_b1;
@@ -285,6 +287,7 @@ const ModelConfig& Evaluator::config() const { return m_impl->cfg; }
 Precision Evaluator::precision() const { return m_impl->precision; }
 std::size_t Evaluator::workspace_allocations() const { return m_impl->workspace.allocations(); }
 std::size_t Evaluator::workspace_bytes() const { return m_impl->workspace.bytes(); }
+long Evaluator::layers_recomputed() const { return m_impl->layers_recomputed; }
 
 namespace {
 
@@ -391,9 +394,9 @@ Result Evaluator::Impl::compute(const AtomGraph& graph, kk::Vec3View<const doubl
   // Rows whose layer outputs matter: all, or with an exchange only the owned ones (ghost rows
   // are received before every layer that reads them).
   const int n_live = step.exchange ? graph.n_local : N;
-  // recompute_layers: the layer functions must outlive the backward pass below.
-  std::vector<impl::LayerFn> layer_fns;
-  layer_fns.reserve(cfg.layers);
+  // recompute_layers: the layer functions must outlive the backward pass below, at fixed
+  // addresses (recomputed_layer keeps a pointer): a deque never moves what it holds.
+  std::deque<impl::LayerFn> layer_fns;
   for (int t = 0; t < cfg.layers; ++t) {
     // Exchange mode: ghost rows are received from their owners before every layer that reads
     // them as senders (layer 0 reads the species embedding, which ghosts have themselves).
@@ -403,7 +406,7 @@ Result Evaluator::Impl::compute(const AtomGraph& graph, kk::Vec3View<const doubl
                                const Tensor& h_in, const Tensor& band_in, const Tensor& rbf_in, const Tensor& env_in) {
       return m.interaction(m.layers[t], h_in, band_in, rbf_in, env_in, sp_recv, sp_send, step, t == 0, t == last, n_live);
     });
-    h = m.recompute_layers && grad ? impl::recomputed_layer(layer_fns.back(), h, band, rbf, env)
+    h = m.recompute_layers && grad ? impl::recomputed_layer(layer_fns.back(), h, band, rbf, env, step.layers_recomputed)
                                    : layer_fns.back()(h, band, rbf, env);
   }
   // Exchange mode: ghost energies are zero (never computed; they would not count anyway).
@@ -416,6 +419,7 @@ Result Evaluator::Impl::compute(const AtomGraph& graph, kk::Vec3View<const doubl
     const Tensor e_local = energies.narrow(0, 0, graph.n_local).sum();
     grad_vec = torch::autograd::grad({e_local}, {vec_t}, {}, false, false, true)[0];
   }
+  m.layers_recomputed += step.layers_recomputed;
   if (step.exchange) {
     // Every rank must make the same sequence of reverse calls (exchange.hpp), also when this
     // one skipped the backward pass (no edges, nothing asked): the missing ones carry zeros.

@@ -89,6 +89,8 @@ class Evaluator {
   // Workspace growth events so far (a warm step adds none) and bytes held.
   std::size_t workspace_allocations() const;
   std::size_t workspace_bytes() const;
+  // Layers run again in backward passes so far (recompute_layers: T per force call; else 0).
+  long layers_recomputed() const;
 
  private:
   struct Impl;

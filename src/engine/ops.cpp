@@ -337,8 +337,9 @@ namespace {
 
 struct RecomputedLayerFn : public torch::autograd::Function<RecomputedLayerFn> {
   static Tensor forward(AutogradContext* ctx, const Tensor& h, const Tensor& band, const Tensor& rbf, const Tensor& env,
-                        std::int64_t layer_handle) {
+                        std::int64_t layer_handle, std::int64_t counter_handle) {
     ctx->saved_data["layer"] = layer_handle;
+    ctx->saved_data["counter"] = counter_handle;
     ctx->save_for_backward({h, band, rbf, env});
     const torch::NoGradGuard no_grad;    // nothing of the layer's inside is kept
     return (*reinterpret_cast<const LayerFn*>(layer_handle))(h, band, rbf, env);
@@ -358,8 +359,9 @@ struct RecomputedLayerFn : public torch::autograd::Function<RecomputedLayerFn> {
       }
       inputs.push_back(x);
     }
-    variable_list result(saved.size() + 1);    // + the handle, which has no gradient
+    variable_list result(saved.size() + 2);    // + the two handles, which have no gradient
     if (wrt.empty()) return result;
+    ++*reinterpret_cast<long*>(ctx->saved_data["counter"].toInt());
     Tensor out;
     {
       const torch::AutoGradMode grad_on(true);
@@ -373,8 +375,10 @@ struct RecomputedLayerFn : public torch::autograd::Function<RecomputedLayerFn> {
 
 }  // namespace
 
-Tensor recomputed_layer(const LayerFn& layer, const Tensor& h, const Tensor& band, const Tensor& rbf, const Tensor& env) {
-  return RecomputedLayerFn::apply(h, band, rbf, env, reinterpret_cast<std::int64_t>(&layer));
+Tensor recomputed_layer(const LayerFn& layer, const Tensor& h, const Tensor& band, const Tensor& rbf, const Tensor& env,
+                        long& recomputed) {
+  return RecomputedLayerFn::apply(h, band, rbf, env, reinterpret_cast<std::int64_t>(&layer),
+                                  reinterpret_cast<std::int64_t>(&recomputed));
 }
 
 }  // namespace edgeframe::impl

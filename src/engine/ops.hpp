@@ -28,6 +28,7 @@ struct StepContext {
   NodeExchange* exchange = nullptr;  // per-layer ghost exchange, or none
   int exchange_reverse_calls = 0;    // reverse() calls made by the backward pass so far
   StepTimes* times = nullptr;        // fenced time split, or none
+  long layers_recomputed = 0;        // recomputed_layer() backward calls in this step
 };
 
 // Adds the time between construction and destruction to one StepTimes field, fencing at both
@@ -75,7 +76,9 @@ using LayerFn = std::function<torch::Tensor(const torch::Tensor& h, const torch:
 // activations instead of all of them, for one more forward pass of every layer. `layer` must
 // outlive the backward pass and compute the same function both times (it does: same weights,
 // same graph, deterministic kernels).
+// `recomputed` is incremented each time the backward pass runs the layer again (tests and the
+// log check with it that recomputation really happened).
 torch::Tensor recomputed_layer(const LayerFn& layer, const torch::Tensor& h, const torch::Tensor& band,
-                               const torch::Tensor& rbf, const torch::Tensor& env);
+                               const torch::Tensor& rbf, const torch::Tensor& env, long& recomputed);
 
 }  // namespace edgeframe::impl

@@ -41,10 +41,14 @@ namespace edgeframe_glue {
       fail(oom + e.what_without_backtrace());
     } catch (const c10::Error &e) {
       fail(e.what_without_backtrace());    // LibTorch errors: the message without a C++ backtrace
-    } catch (const std::bad_alloc &e) {    // host new, and Kokkos' RawMemoryAllocationFailure
+    } catch (const std::bad_alloc &e) {    // host new
       fail(oom + e.what());
     } catch (const std::exception &e) {
-      fail(e.what());
+      // Kokkos 5 reports a failed allocation (CudaSpace, HostSpace) as std::runtime_error
+      // "Kokkos ERROR: ... failed to allocate ...": give it the same advice.
+      const std::string what = e.what();
+      const bool kokkos_oom = what.find("Kokkos") != std::string::npos && what.find("allocate") != std::string::npos;
+      fail(kokkos_oom ? oom + what : what);
     }
   }
 

@@ -135,6 +135,8 @@ void PairEdgeframe::settings(int narg, char **arg)
     }
     iarg += 2;
   }
+  m_evaluator.reset();    // a re-issued pair_style (new precision, activations) needs a new evaluator
+  m_model_block_printed = false;    // ... and the model block says what it runs with
   // The plain style runs the engine on Kokkos' default execution space even when LAMMPS was
   // started without "-k on"; then nobody else initialises Kokkos.
   call_engine(error, Scope::ALL, FLERR, "pair_style edgeframe", [] {
@@ -200,6 +202,7 @@ void PairEdgeframe::init_engine(bool need_newton)
       m_evaluator = std::make_unique<edgeframe::Evaluator>(*m_potential, options);
     });
   }
+  m_recomputed_at_init = m_evaluator->layers_recomputed();    // the end-of-run line counts this run's
   m_graph.reset();
   m_need_node_map = true;    // rebuild the node map at the first compute
   m_time_graph = m_time_engine = m_time_copy = 0.0;    // the end-of-run split is per run
@@ -207,7 +210,7 @@ void PairEdgeframe::init_engine(bool need_newton)
   m_sum_ghosts = m_sum_nodes = m_sum_ghost_nodes = m_sum_edges = 0.0;
   m_calls = 0;
   if (comm->me == 0 && !m_model_block_printed) print_model_block();
-  m_model_block_printed = true;    // once per pair_coeff, not at every run
+  m_model_block_printed = true;    // once per pair_style / pair_coeff, not at every run
 }
 
 void PairEdgeframe::init_style()
@@ -573,5 +576,8 @@ void PairEdgeframe::finish()
                    "nodes {:.1f} / {:.0f} | ghost nodes {:.1f} / {:.0f} | edges {:.1f} / {:.0f}\n",
                    m_folded ? "images folded" : (m_exchange ? "per-layer exchange" : "ghost shell"), g_sum[0] / p,
                    g_max[0], g_sum[1] / p, g_max[1], g_sum[2] / p, g_max[2], g_sum[3] / p, g_max[3]);
+    if (m_recompute_layers && m_evaluator)
+      utils::logmesg(lmp, "edgeframe activations recompute: {} layers run again in the backward pass over {} force calls (rank 0)\n",
+                     m_evaluator->layers_recomputed() - m_recomputed_at_init, m_calls);
   }
 }

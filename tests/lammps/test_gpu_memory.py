@@ -1,7 +1,7 @@
 """A GPU allocation failure on edgeframe/kk stops LAMMPS with an error that says what ran out and
 what to change; no crash, no step integrated with missing forces (issue #5).
 
-Nothing is told to fail: a bcc Cu box of 31 250 atoms (about 1.8 million edges) with a random
+Nothing is told to fail: a bcc Cu box of 31 250 atoms (2.0 million edges) with a random
 full-size L3 model in fp64 asks for several times the memory of any single GPU (the engine keeps
 about 0.2 MB of autograd activations per edge in fp64: doc/gpu-notes.md), so the device's own
 allocator refuses. Runs only where EDGEFRAME_KOKKOS_ARGS puts Kokkos on a GPU (`-k on g 1 ...`,

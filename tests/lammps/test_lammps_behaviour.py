@@ -150,6 +150,26 @@ run 20
         assert close(data[:, 5:8], ref["forces"]), step
 
 
+def test_reissued_pair_style_takes_its_new_settings(lammps, tmp_path, small_model):
+    # LAMMPS keeps the pair_coeff when pair_style names the same style again: the new keywords
+    # must still take effect (a new evaluator), and the model block must say so.
+    _, path = small_model
+    atoms, _ = structure("diamond64")
+    script = setup(tmp_path, atoms, path) + """
+thermo_style custom step pe
+thermo_modify format float %.15g
+run 0
+pair_style edgeframe precision fp32 activations recompute
+run 0
+"""
+    run = lammps(script)
+    assert run.returncode == 0, run.output[-2000:]
+    assert "precision fp64 | activations keep" in run.output and "precision fp32 | activations recompute" in run.output
+    assert "activations recompute: 3 layers run again in the backward pass over 1 force calls" in run.output
+    pe64, pe32 = [row[1] for row in thermo_table(run.output)]
+    assert pe64 != pe32 and abs(pe64 - pe32) < 1e-5 * abs(pe64), (pe64, pe32)    # fp32 now, but the same model
+
+
 def test_minimize_lowers_the_energy_and_the_force_norm(lammps, tmp_path, small_model):
     _, path = small_model
     atoms, _ = structure("diamond64")

@@ -312,7 +312,11 @@ TEST(Evaluator, RecomputedLayersGiveTheSameResults) {
       auto d = upload(g, g.x);
       for (int n_local : {d.graph.n_local, d.graph.n_local / 2}) {
         d.graph.n_local = n_local;
+        const long before = recompute.layers_recomputed();
         const auto a = run(keep, d), b = run(recompute, d);
+        // The recomputation did happen (identical results alone would not show it), once per layer.
+        EXPECT_EQ(recompute.layers_recomputed() - before, pot.config.layers) << name;
+        EXPECT_EQ(keep.layers_recomputed(), 0) << name;
         const double tol = p == Precision::fp64 ? 1e-13 : 1e-6;
         EXPECT_NEAR(b.energy, a.energy, tol * std::fabs(a.energy)) << name;
         EXPECT_LT(rel_err(b.forces, a.forces), tol) << name << " n_local " << n_local;
