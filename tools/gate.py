@@ -143,7 +143,7 @@ def run_lammps(args, c, precision, steps=50):
         # in the engine column. Random-weight models are not physical: an NVE run of the 512-atom
         # L2 diamond pulled two atoms 0.29 A apart by step 57 (H200, 2026-11-30) and stopped.
         "thermo 50", "run 10", f"run {steps}", ""]))
-    cmd = [args.lmp, "-k", "on", "g", "1", "-sf", "kk", "-pk", "kokkos", *args.lmp_package.replace(",", " ").split(),
+    cmd = [args.lmp, "-k", "on", *args.lmp_kokkos.split(), "-sf", "kk", "-pk", "kokkos", *args.lmp_package.replace(",", " ").split(),
            "-in", str(inp), "-log", str(inp.with_suffix(".log")), "-screen", "none"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.case_timeout)
     log = inp.with_suffix(".log").read_text() if inp.with_suffix(".log").exists() else ""
@@ -186,6 +186,8 @@ def main():
     ap.add_argument("--plugin", default="", help="edgeframeplugin.so built for that lmp")
     ap.add_argument("--lmp-package", default="neigh full newton off",
                     help="package kokkos options of the LAMMPS column, spaces or commas (default: LAMMPS-KOKKOS' GPU defaults)")
+    ap.add_argument("--lmp-kokkos", default="g 1",
+                    help="what follows '-k on' in the LAMMPS column (default: one GPU; tests use 't 1')")
     ap.add_argument("--cases", default="", help="system:size:shape,... (default: the issue's list)")
     ap.add_argument("--columns", default="eager,compile,engine-fp32,engine-tf32,lammps-fp32",
                     help="eager, compile, engine-<precision>[-recompute], lammps-<precision>")

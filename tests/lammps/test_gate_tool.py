@@ -50,3 +50,17 @@ def test_lammps_data_file_gives_the_reference_energy(lammps, case):
     k = next(i for i, ln in enumerate(lines) if ln.split()[:2] == ["Step", "PotEng"])
     pe = float(lines[k + 1].split()[1])
     assert abs(pe - case["ref"]["energy"]) < 1e-10 * abs(case["ref"]["energy"]), (pe, case["ref"]["energy"])
+
+
+def test_lammps_column_runs_and_times_force_calls(lammps, case):
+    # The LAMMPS column exactly as the GPU gate runs it (static positions, the /kk style,
+    # LAMMPS-KOKKOS' GPU package defaults), with Kokkos OpenMP instead of a GPU: a column that
+    # fails here would fail on the GPU too and waste device time.
+    args = argparse.Namespace(lmp=lammps.lmp, plugin=lammps.plugin, lmp_kokkos="t 1",
+                              lmp_package="neigh full newton off", case_timeout=300)
+    r = gate.run_lammps(args, case, "fp64", steps=3)
+    assert "error" not in r, r
+    assert r["steps"] == 3 and r["median_s"] > 0, r
+    log = case["data"].with_suffix(".log").read_text()
+    assert "edgeframe/kk: device-resident path" in log
+
