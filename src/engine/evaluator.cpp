@@ -146,13 +146,18 @@ struct Evaluator::Impl {
   }
 
   // Per degree l: h / sqrt(mean_{m,c} h^2 + eps) * scale[l, c].  h [N, D, C]
+  // x / sqrt(mean(x^2 over dims) + norm_eps). In fp32 the squares and their mean are taken in
+  // double: features above ~1.8e19 would square to inf in float and the quotient would be a
+  // silent 0 (finite, wrong forces). Node-level tensors only, so the widening costs little.
+  Tensor rms_normalise(const Tensor& x, torch::IntArrayRef dims) const {
+    if (x.scalar_type() == torch::kFloat64) return x / torch::sqrt(x.pow(2).mean(dims, true) + cfg.norm_eps);
+    const Tensor wide = x.to(torch::kFloat64);
+    return (wide / torch::sqrt(wide.pow(2).mean(dims, true) + cfg.norm_eps)).to(x.scalar_type());
+  }
+
   Tensor rms_norm_eq(const Tensor& h, const Tensor& scale) const {
     std::vector<Tensor> parts;
-    for (int l = 0; l <= cfg.lmax; ++l) {
-      const Tensor hl = h.narrow(1, l * l, 2 * l + 1);
-      const Tensor rms = torch::sqrt(hl.pow(2).mean({1, 2}, true) + cfg.norm_eps);
-      parts.push_back(hl / rms * scale[l]);
-    }
+    for (int l = 0; l <= cfg.lmax; ++l) parts.push_back(rms_normalise(h.narrow(1, l * l, 2 * l + 1), {1, 2}) * scale[l]);
     return torch::cat(parts, 1);
   }
 
@@ -213,7 +218,7 @@ struct Evaluator::Impl {
   // Feed-forward of the last layer: only the l = 0 output reaches the readout.
   Tensor feed_forward_l0(const LayerWeights& lw, const Tensor& h) const {
     const Tensor h0 = h.narrow(1, 0, 1);
-    const Tensor n0 = h0 / torch::sqrt(h0.pow(2).mean({1, 2}, true) + cfg.norm_eps) * lw.ffn_scale[0];
+    const Tensor n0 = rms_normalise(h0, {1, 2}) * lw.ffn_scale[0];
     const Tensor a = F::silu(n0.matmul(lw.ffn_w1[0].t()) + lw.ffn_b1);
     return torch::cat({h0 + (a.matmul(lw.ffn_w2[0].t()) + lw.ffn_b2), h.narrow(1, 1, h.size(1) - 1)}, 1);
   }
@@ -274,7 +279,7 @@ struct Evaluator::Impl {
 
   Tensor readout(const Tensor& h, const Tensor& species) const {
     Tensor f = h.select(1, 0);
-    f = f / torch::sqrt(f.pow(2).mean(-1, true) + cfg.norm_eps) * readout_scale;
+    f = rms_normalise(f, {-1}) * readout_scale;
     f = F::silu(torch::addmm(readout_b0, f, readout_w0.t()));
     return torch::addmm(readout_b1, f, readout_w1.t()).select(1, 0) + e0.index_select(0, species);
   }

@@ -1,14 +1,18 @@
 """A non-finite energy or force stops the run with the step and an atom ID, and nothing is
 integrated after it. The trigger is a real potential file (tests/lammps/overflow_model.py): finite
-weights that overflow float32 once atom 6, moved by fix move, comes within 1.6 A of atom 5."""
+weights that overflow float32 once atom 6, moved by fix move, comes within 1.6 A of atom 5.
+And the converse: features too large to square in float32 are still normalised correctly."""
+import copy
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 import overflow_model
-from reference_case import KOKKOS_ARGS
+from reference_case import KOKKOS_ARGS, METAL_NKTV2P, RUN_0_SCRIPT, potential_io, read_dump, thermo_row, write_data
+from test_vs_reference import small_model, structure  # noqa: F401  (fixture re-export)
 
 FIRST_BAD_STEP = 30   # the float32 reference overflows here and not before (asserted when writing)
 
@@ -114,3 +118,33 @@ def test_the_same_file_in_fp64_runs_through(lammps, tmp_path, overflow_potential
     steps = thermo_steps(run.output)
     assert [s for s, _ in steps] == list(range(41))
     assert all(np.isfinite(pe) for _, pe in steps)
+
+
+def test_huge_features_are_normalised_in_fp32_not_zeroed(lammps, tmp_path, small_model):
+    # A potential whose species embedding is scaled by 1e20: every node feature is ~1e20, whose
+    # square overflows float32 (above ~1.8e19). The model normalises features (per-degree RMS
+    # norms, the readout norm), so the energies are those of the normalised embedding: the
+    # O(1) messages are lost against 1e20 in the residual stream, forces vanish (~1e-21 eV/A),
+    # and fp64 shows all of it. fp32 must give the same energies (the norms square in double),
+    # not divide by an infinite norm and continue silently with zeroed features.
+    model, _ = small_model
+    big = copy.deepcopy(model)
+    with torch.no_grad():
+        big.get_parameter("species_embedding").mul_(1e20)
+    path = tmp_path / "huge_embedding.safetensors"
+    potential_io.write_potential(path, big)
+    atoms, boundary = structure("diamond64")
+    out = {}
+    for precision in ("fp64", "fp32"):
+        write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
+        run = lammps(RUN_0_SCRIPT.format(boundary=boundary, precision=precision, model=path, elements="C Cu",
+                                         nktv2p=METAL_NKTV2P, pre="", extra=""))
+        assert run.returncode == 0, run.output[-2000:]
+        out[precision] = thermo_row(run.output), read_dump(tmp_path / "forces.dump", len(atoms))
+    (t64, d64), (t32, d32) = out["fp64"], out["fp32"]
+    print("1e20 features: fp32 vs fp64 energy %.3e rel, per-atom %.3e; max |F| fp64 %.1e, fp32 %.1e"
+          % (abs(t32[1] - t64[1]) / abs(t64[1]), np.abs(d32[:, 4] - d64[:, 4]).max() / np.abs(d64[:, 4]).max(),
+             np.abs(d64[:, 1:4]).max(), np.abs(d32[:, 1:4]).max()))
+    assert abs(t32[1] - t64[1]) <= 1e-6 * abs(t64[1])
+    assert np.abs(d32[:, 4] - d64[:, 4]).max() <= 1e-6 * np.abs(d64[:, 4]).max()
+    assert np.abs(d64[:, 1:4]).max() < 1e-12 and np.abs(d32[:, 1:4]).max() < 1e-6
