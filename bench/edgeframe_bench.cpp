@@ -6,7 +6,8 @@
 // kernel does arithmetic worth counting, the FLOP rate. The time not spent in Kokkos kernels is
 // LibTorch (GEMMs, activations, autograd bookkeeping).
 //
-//   edgeframe_bench [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32] [--recompute]
+//   edgeframe_bench [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32]
+//                   [--recompute [--edge-chunk N]]
 //
 // Case mode (tools/gate.py, the multi-scale gate of issue #7): one given model and structure,
 //   edgeframe_bench --case FILE --potential FILE.safetensors [--precision P] [--recompute] [--reps N]
@@ -317,6 +318,7 @@ int main(int argc, char** argv) {
   std::vector<int> cells = {4, 6, 8};
   int reps = 3, warmup = 2;
   bool recompute = false;
+  int edge_chunk = 0;
   std::string case_path, potential_path, forces_out;
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
@@ -329,6 +331,7 @@ int main(int argc, char** argv) {
     else if (arg == "--potential") potential_path = next();
     else if (arg == "--forces-out") forces_out = next();
     else if (arg == "--recompute") recompute = true;
+    else if (arg == "--edge-chunk") edge_chunk = std::stoi(next());
     else if (arg == "--cells") {
       cells.clear();
       std::string list = next();
@@ -338,7 +341,7 @@ int main(int argc, char** argv) {
         p = q == std::string::npos ? list.size() : q + 1;
       }
     } else if (arg != "--kokkos-num-threads" && arg.rfind("--kokkos", 0) != 0) {
-      std::fprintf(stderr, "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32] [--recompute]\n"
+      std::fprintf(stderr, "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32] [--recompute [--edge-chunk N]]\n"
                            "       %s --case FILE --potential FILE [--precision P] [--recompute] [--reps N] [--warmup N] [--forces-out FILE]\n",
                    argv[0], argv[0]);
       return 2;
@@ -351,6 +354,7 @@ int main(int argc, char** argv) {
   EvaluatorOptions options;
   options.precision = prec;
   options.recompute_layers = recompute;    // --recompute: EvaluatorOptions::recompute_layers
+  options.edge_chunk = edge_chunk;         // --edge-chunk N: ... in chunks of N edges
   if (!case_path.empty()) {
     try {
       return run_case_mode(case_path, potential_path, options, reps, warmup, forces_out);
@@ -361,7 +365,8 @@ int main(int argc, char** argv) {
   }
   const std::size_t real = prec == Precision::fp64 ? 8 : 4;
   std::printf("edgeframe_bench: %s, %s%s, %d thread(s), %d timed step(s) per case\n", Exec::name(), precision.c_str(),
-              recompute ? " (layers recomputed in backward)" : "", Exec().concurrency(), reps);
+              recompute ? (" (edge parts recomputed in backward, edge chunk " + std::to_string(edge_chunk) + ")").c_str() : "",
+              Exec().concurrency(), reps);
 
   for (const std::string shape : {"L2", "L3"}) {
     if (shapes != "all" && shapes != shape) continue;

@@ -115,8 +115,8 @@ def run_engine(args, c, precision, recompute=False):
     forces = c["case"].with_suffix(f".{precision}{'-recompute' if recompute else ''}.forces")
     cmd = [args.bench, "--case", str(c["case"]), "--potential", str(c["potential"]), "--precision", precision,
            "--reps", str(args.repeats), "--warmup", str(args.warmup), "--forces-out", str(forces)]
-    if recompute:
-        cmd.append("--recompute")    # activations recompute: one layer's activations at a time
+    if recompute:    # activations recompute, in edge chunks of --edge-chunk edges (0: all at once)
+        cmd += ["--recompute", "--edge-chunk", str(getattr(args, "edge_chunk", 0))]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.case_timeout)
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")), None)
     if line is None:
@@ -191,6 +191,8 @@ def main():
     ap.add_argument("--cases", default="", help="system:size:shape,... (default: the issue's list)")
     ap.add_argument("--columns", default="eager,compile,engine-fp32,engine-tf32,lammps-fp32",
                     help="eager, compile, engine-<precision>[-recompute], lammps-<precision>")
+    ap.add_argument("--edge-chunk", type=int, default=0,
+                    help="edges per recomputed chunk in the engine-<precision>-recompute columns (0: all)")
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--budget", type=float, default=420, help="stop starting new columns after this (s)")

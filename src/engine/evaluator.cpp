@@ -10,11 +10,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 
 #include "band_layout.hpp"
 #include "bridge.hpp"
 #include "errors.hpp"
 #include "forces.hpp"
+#include "graph_chunk.hpp"
 #include "ops.hpp"
 #include "runtime.hpp"
 #include "workspace.hpp"
@@ -78,6 +80,7 @@ struct Evaluator::Impl {
   ModelConfig cfg;
   Precision precision;
   bool recompute_layers;  // EvaluatorOptions::recompute_layers
+  int edge_chunk;         // EvaluatorOptions::edge_chunk
   long layers_recomputed = 0;  // layers run again in backward passes, over all compute() calls
   torch::Dtype dtype;
   Workspace workspace;
@@ -88,6 +91,7 @@ struct Evaluator::Impl {
       : cfg(pot.config),
         precision(opt.precision),
         recompute_layers(opt.recompute_layers),
+        edge_chunk(opt.edge_chunk),
         dtype(opt.precision == Precision::fp64 ? torch::kFloat64 : torch::kFloat32),
         workspace(opt.poison_scratch || std::getenv("EDGEFRAME_POISON_SCRATCH") != nullptr) {
     if (cfg.lmax > kk::kMaxL) throw InputError("potential " + pot.path + ": lmax exceeds the compiled maximum");
@@ -241,11 +245,13 @@ struct Evaluator::Impl {
     return torch::cat(out, 1);
   }
 
-  Tensor interaction(const LayerWeights& lw, const Tensor& h, const Tensor& band, const Tensor& rbf, const Tensor& env,
-                     const Tensor& sp_recv, const Tensor& sp_send, impl::StepContext& step, bool first,
-                     bool last, int n_live) const {
+  // The edge part of a layer: normalised node features n [N, D, C] -> aggregated messages
+  // [N, D, C] over the edges of step.graph (the whole graph, or one edge chunk of it with
+  // band/rbf/env/sp_* narrowed to that chunk's edges).
+  Tensor edge_messages(const LayerWeights& lw, const Tensor& n, const Tensor& band, const Tensor& rbf, const Tensor& env,
+                       const Tensor& sp_recv, const Tensor& sp_send, impl::StepContext& step, bool first,
+                       bool last) const {
     const int E = static_cast<int>(band.size(0)), C = cfg.channels;
-    const Tensor n = rms_norm_eq(h, lw.norm_scale);
     Tensor a = torch::addmm(lw.rad_b0, rbf, lw.rad_w0_rbf.t()) + lw.rad_recv.index_select(0, sp_recv) +
                lw.rad_send.index_select(0, sp_send);
     a = F::silu(a);
@@ -262,7 +268,15 @@ struct Evaluator::Impl {
     x = gate(x, gates);
     const Tensor wmsg = so2_linear(x, lw.so2_2_w0, lw.so2_2_b0, lw.so2_2_big, C, nullptr, skip2, lw.so2_2_w0_l0out,
                                    lw.so2_2_b0_l0out);
-    const Tensor h1 = h + impl::unrotate_aggregate(wmsg, band, env, step);
+    return impl::unrotate_aggregate(wmsg, band, env, step);
+  }
+
+  // One layer around its edge part: messages(n) is edge_messages on the whole graph, or the sum
+  // over edge chunks of recomputed edge parts (recompute_layers).
+  Tensor interaction(const LayerWeights& lw, const Tensor& h, const std::function<Tensor(const Tensor&)>& messages,
+                     bool last, int n_live) const {
+    const Tensor n = rms_norm_eq(h, lw.norm_scale);
+    const Tensor h1 = h + messages(n);
     // Rows n_live.. (exchange mode: ghosts) are overwritten by the next exchange and carry no
     // energy: their feed-forward is dead work, so they leave the layer as they are.
     const int N = static_cast<int>(h1.size(0));
@@ -399,20 +413,57 @@ Result Evaluator::Impl::compute(const AtomGraph& graph, kk::Vec3View<const doubl
   // Rows whose layer outputs matter: all, or with an exchange only the owned ones (ghost rows
   // are received before every layer that reads them).
   const int n_live = step.exchange ? graph.n_local : N;
-  // recompute_layers: the layer functions must outlive the backward pass below, at fixed
-  // addresses (recomputed_layer keeps a pointer): a deque never moves what it holds.
-  std::deque<impl::LayerFn> layer_fns;
+  // recompute_layers: the edge part of every layer is recomputed in the backward pass, in
+  // chunks of at most edge_chunk edges (receiver ranges; 0: one chunk). Each chunk has its own
+  // graph (graph_chunk.hpp) and step context, and its function is held at a fixed address
+  // until the backward pass below is done (a deque never moves what it holds).
+  const bool recompute = m.recompute_layers && grad && E > 0;
+  std::deque<impl::StepContext> chunk_steps;
+  std::vector<std::pair<int, int>> chunk_edges;    // [e0, e1) per chunk
+  if (recompute) {
+    std::vector<int> bounds{0, N};
+    if (m.edge_chunk > 0 && m.edge_chunk < E) {
+      const auto ro = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g.recv_offsets);
+      bounds = kk::chunk_receivers(std::vector<int>(ro.data(), ro.data() + N + 1), m.edge_chunk);
+    }
+    for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
+      chunk_steps.push_back(step);
+      if (bounds.size() > 2) chunk_steps.back().graph = kk::graph_chunk(exec, g, bounds[k], bounds[k + 1]);
+      const int e0 = bounds.size() > 2 ? int(Kokkos::create_mirror_view_and_copy(
+                                             Kokkos::HostSpace(), Kokkos::subview(g.recv_offsets, bounds[k]))()) : 0;
+      chunk_edges.emplace_back(e0, e0 + chunk_steps.back().graph.n_edges);
+    }
+  }
+  std::deque<impl::LayerFn> chunk_fns;
+  const int last = cfg.layers - 1;
   for (int t = 0; t < cfg.layers; ++t) {
     // Exchange mode: ghost rows are received from their owners before every layer that reads
     // them as senders (layer 0 reads the species embedding, which ghosts have themselves).
-    // The exchange stays outside a recomputed layer: the backward pass must not repeat it.
+    // The exchange stays outside the recomputed part: the backward pass must not repeat it.
     if (t > 0 && step.exchange) h = impl::node_exchange(h, step);
-    layer_fns.emplace_back([&m, &sp_recv, &sp_send, &step, t, n_live, last = cfg.layers - 1](
-                               const Tensor& h_in, const Tensor& band_in, const Tensor& rbf_in, const Tensor& env_in) {
-      return m.interaction(m.layers[t], h_in, band_in, rbf_in, env_in, sp_recv, sp_send, step, t == 0, t == last, n_live);
-    });
-    h = m.recompute_layers && grad ? impl::recomputed_layer(layer_fns.back(), h, band, rbf, env, step.layers_recomputed)
-                                   : layer_fns.back()(h, band, rbf, env);
+    const LayerWeights& lw = m.layers[t];
+    std::function<Tensor(const Tensor&)> messages = [&, t](const Tensor& n) {
+      return m.edge_messages(lw, n, band, rbf, env, sp_recv, sp_send, step, t == 0, t == last);
+    };
+    if (recompute)
+      messages = [&, t](const Tensor& n) {
+        Tensor agg;
+        for (std::size_t k = 0; k < chunk_steps.size(); ++k) {
+          const auto [e0, e1] = chunk_edges[k];
+          impl::StepContext& cs = chunk_steps[k];
+          const Tensor sr = sp_recv.narrow(0, e0, e1 - e0), ss = sp_send.narrow(0, e0, e1 - e0);
+          chunk_fns.emplace_back([&m, &lw, &cs, sr, ss, t, last](const Tensor& n_in, const Tensor& band_in,
+                                                                 const Tensor& rbf_in, const Tensor& env_in) {
+            return m.edge_messages(lw, n_in, band_in, rbf_in, env_in, sr, ss, cs, t == 0, t == last);
+          });
+          const Tensor part = impl::recomputed_layer(chunk_fns.back(), n, band.narrow(0, e0, e1 - e0),
+                                                     rbf.narrow(0, e0, e1 - e0), env.narrow(0, e0, e1 - e0),
+                                                     step.layers_recomputed);
+          agg = agg.defined() ? agg + part : part;
+        }
+        return agg;
+      };
+    h = m.interaction(lw, h, messages, t == last, n_live);
   }
   // Exchange mode: ghost energies are zero (never computed; they would not count anyway).
   Tensor energies = m.readout(h.narrow(0, 0, n_live), species.narrow(0, 0, n_live));

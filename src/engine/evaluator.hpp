@@ -69,10 +69,13 @@ struct Result {
 struct EvaluatorOptions {
   Precision precision = Precision::fp64;
   bool poison_scratch = false;  // debug: fill freshly grown scratch with NaN (also EDGEFRAME_POISON_SCRATCH=1)
-  // Keep only each layer's inputs for the backward pass and run the layer again there
-  // (impl::recomputed_layer): peak memory of about one layer's activations instead of all
-  // layers', for one more forward pass per layer. Same results to rounding.
+  // Keep no per-edge activations for the backward pass: the edge part of every layer (radial
+  // MLP, pack, SO(2) linears, gate, unrotate) runs again there (impl::recomputed_layer), in
+  // chunks of at most edge_chunk edges (receiver ranges; 0: all edges at once). Peak memory
+  // then holds one chunk's activations instead of all layers' over all edges, for one more
+  // forward pass of the edge parts. Same results to rounding.
   bool recompute_layers = false;
+  int edge_chunk = 0;
 };
 
 class Evaluator {
@@ -89,7 +92,8 @@ class Evaluator {
   // Workspace growth events so far (a warm step adds none) and bytes held.
   std::size_t workspace_allocations() const;
   std::size_t workspace_bytes() const;
-  // Layers run again in backward passes so far (recompute_layers: T per force call; else 0).
+  // Edge parts run again in backward passes so far (recompute_layers: layers x edge chunks per
+  // force call; else 0).
   long layers_recomputed() const;
 
  private:

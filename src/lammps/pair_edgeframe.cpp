@@ -127,11 +127,14 @@ void PairEdgeframe::settings(int narg, char **arg)
       if (value != "keep" && value != "recompute")
         error->all(FLERR, "pair_style edgeframe: unknown activations '{}' (valid: keep, recompute)", value);
       m_recompute_layers = value == "recompute";
+    } else if (key == "edge_chunk") {
+      m_edge_chunk = utils::inumeric(FLERR, value, false, lmp);
+      if (m_edge_chunk < 0) error->all(FLERR, "pair_style edgeframe: edge_chunk must be >= 0 (got {})", value);
     } else if (key == "min_distance") {
       m_min_distance = utils::numeric(FLERR, value, false, lmp);
       if (!(m_min_distance >= 0.0)) error->all(FLERR, "pair_style edgeframe: min_distance must be >= 0 (got {})", value);
     } else {
-      error->all(FLERR, "pair_style edgeframe: unknown keyword '{}' (valid: precision, activations, min_distance, fold_images, ghost_mode, timing)", key);
+      error->all(FLERR, "pair_style edgeframe: unknown keyword '{}' (valid: precision, activations, edge_chunk, min_distance, fold_images, ghost_mode, timing)", key);
     }
     iarg += 2;
   }
@@ -190,6 +193,9 @@ void PairEdgeframe::check_run_preconditions(bool need_newton)
 void PairEdgeframe::init_engine(bool need_newton)
 {
   check_run_preconditions(need_newton);
+  if (m_edge_chunk > 0 && !m_recompute_layers)
+    error->all(FLERR, "pair_style edgeframe: edge_chunk {} needs 'activations recompute' (kept activations are never chunked)",
+               m_edge_chunk);
   if (m_precision == "tf32" && !edgeframe::tf32_available())
     error->all(FLERR, "pair_style edgeframe: precision tf32 needs the CUDA engine; this build ({}) supports fp64 and fp32",
                edgeframe::build_info().execution_space);
@@ -199,6 +205,7 @@ void PairEdgeframe::init_engine(bool need_newton)
       edgeframe::EvaluatorOptions options;
       options.precision = edgeframe::parse_precision(m_precision);
       options.recompute_layers = m_recompute_layers;
+      options.edge_chunk = m_edge_chunk;
       m_evaluator = std::make_unique<edgeframe::Evaluator>(*m_potential, options);
     });
   }
@@ -285,7 +292,10 @@ void PairEdgeframe::print_model_block()
                  "Kokkos {} | LibTorch {}\n",
                  info.edgeframe_version, m_potential_file, elements, cfg.r_cut, cfg.lmax, cfg.mmax, cfg.channels,
                  cfg.hidden_channels, cfg.ffn_channels, cfg.layers, n_params, m_potential->dtype,
-                 m_potential->trained_precision, m_precision, m_recompute_layers ? "recompute" : "keep",
+                 m_potential->trained_precision, m_precision,
+                 m_recompute_layers ? (m_edge_chunk > 0 ? fmt::format("recompute (edge chunks of {})", m_edge_chunk)
+                                                        : std::string("recompute"))
+                                    : std::string("keep"),
                  info.execution_space, info.kokkos_version,
                  info.torch_version);
 }
@@ -577,7 +587,8 @@ void PairEdgeframe::finish()
                    m_folded ? "images folded" : (m_exchange ? "per-layer exchange" : "ghost shell"), g_sum[0] / p,
                    g_max[0], g_sum[1] / p, g_max[1], g_sum[2] / p, g_max[2], g_sum[3] / p, g_max[3]);
     if (m_recompute_layers && m_evaluator)
-      utils::logmesg(lmp, "edgeframe activations recompute: {} layers run again in the backward pass over {} force calls (rank 0)\n",
+      utils::logmesg(lmp, "edgeframe activations recompute: {} edge parts (layers x edge chunks) run again in the backward "
+                          "pass over {} force calls (rank 0)\n",
                      m_evaluator->layers_recomputed() - m_recomputed_at_init, m_calls);
   }
 }

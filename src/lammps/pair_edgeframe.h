@@ -49,6 +49,7 @@ class PairEdgeframe : public Pair {
  protected:
   std::string m_precision = "fp32";       // pair_style keyword precision
   bool m_recompute_layers = false;        // keyword activations: keep | recompute (EvaluatorOptions)
+  int m_edge_chunk = 0;                   // keyword edge_chunk: edges per recomputed chunk, 0 = all
   long m_recomputed_at_init = 0;          // the evaluator's layers_recomputed() when this run started
   double m_min_distance = 0.3;            // Angstrom, keyword min_distance (see doc/pair_style.md)
   bool m_fold_images = true;              // keyword fold_images: fold periodic images on one rank

@@ -161,7 +161,9 @@ def test_bad_ghost_mode_timing_and_activations_are_errors(lammps, tmp_path, smal
     atoms, boundary = structure("diamond64")
     for args, text in ((" ghost_mode fat", "unknown ghost_mode 'fat' (valid: exchange, shell)"),
                        (" timing verbose", "unknown timing 'verbose' (valid: basic, detail)"),
-                       (" activations drop", "unknown activations 'drop' (valid: keep, recompute)")):
+                       (" activations drop", "unknown activations 'drop' (valid: keep, recompute)"),
+                       (" edge_chunk -5", "edge_chunk must be >= 0 (got -5)"),
+                       (" edge_chunk 1000", "edge_chunk 1000 needs 'activations recompute'")):
         write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
         script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp64" + args, model=path, elements="C Cu",
                                      nktv2p=METAL_NKTV2P, pre="", extra="")
@@ -202,20 +204,28 @@ def test_exchange_through_empty_ranks_that_relay(lammps, tmp_path, small_model):
         per_atom_checks(dump, ref, atom_virial, len(atoms))
 
 
-@pytest.mark.parametrize("nprocs,style,args", [(1, "", ()), (2, " ghost_mode exchange", ()),
-                                               (2, " ghost_mode shell", ()), (1, "", KOKKOS_ARGS)],
-                         ids=["one-rank", "two-ranks-exchange", "two-ranks-shell", "kk"])
-def test_recomputed_activations_match_the_reference(lammps, tmp_path, small_model, nprocs, style, args):
+@pytest.mark.parametrize("nprocs,style,args,chunks", [
+    (1, "", (), 1), (2, " ghost_mode exchange", (), 1), (2, " ghost_mode shell", (), 1), (1, "", KOKKOS_ARGS, 1),
+    (1, " edge_chunk 400", (), None), (2, " edge_chunk 400 ghost_mode exchange", (), None),
+    (1, " edge_chunk 400", KOKKOS_ARGS, None)],
+    ids=["one-rank", "two-ranks-exchange", "two-ranks-shell", "kk", "one-rank-chunked", "two-ranks-chunked",
+         "kk-chunked"])
+def test_recomputed_activations_match_the_reference(lammps, tmp_path, small_model, nprocs, style, args, chunks):
     # activations recompute: each layer runs again in the backward pass instead of keeping its
-    # activations (EvaluatorOptions::recompute_layers); the end-of-run line counts the layers
-    # that were run again (three layers, one force call of run 0), so a recompute that silently
-    # did not happen fails here. With the exchange the recomputed layer excludes the exchange:
+    # activations (EvaluatorOptions::recompute_layers), optionally in edge chunks; the end-of-run
+    # line counts the edge parts that were run again (three layers x chunks, one force call of
+    # run 0; several chunks with edge_chunk 400 on this 64-atom box, whose count depends on
+    # the rank's graph), so a recompute that silently did not happen fails here. With the exchange the recomputed layer excludes the exchange:
     # only the layer's own work is repeated, the communication is not.
     model, path = small_model
     atoms, boundary = structure("diamond64")
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs, args=args,
                                        style_args=" activations recompute" + style)
-    assert "activations recompute: 3 layers run again in the backward pass over 1 force calls" in output, output[-1500:]
+    m = re.search(r"activations recompute: (\d+) edge parts \(layers x edge chunks\) run again in the backward "
+                  r"pass over 1 force calls", output)
+    assert m, output[-1500:]
+    count = int(m.group(1))
+    assert count == 3 if chunks == 1 else (count % 3 == 0 and count > 3), count
     ref, forces, virial, atom_virial = expected(model, atoms, q)
     assert close(thermo[1], ref["energy"]), (thermo[1], ref["energy"])
     assert close(thermo[2:8], [virial[a, b] for a, b in VOIGT])

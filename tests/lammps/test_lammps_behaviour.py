@@ -165,7 +165,8 @@ run 0
     run = lammps(script)
     assert run.returncode == 0, run.output[-2000:]
     assert "precision fp64 | activations keep" in run.output and "precision fp32 | activations recompute" in run.output
-    assert "activations recompute: 3 layers run again in the backward pass over 1 force calls" in run.output
+    assert "activations recompute: 3 edge parts (layers x edge chunks) run again in the backward pass over 1 force calls" \
+        in run.output
     pe64, pe32 = [row[1] for row in thermo_table(run.output)]
     assert pe64 != pe32 and abs(pe64 - pe32) < 1e-5 * abs(pe64), (pe64, pe32)    # fp32 now, but the same model
 
