@@ -52,23 +52,26 @@ struct ChunkSenders {
 }  // namespace impl
 
 // Receiver ranges [a_k, a_{k+1}) of at most max_edges edges each (a single receiver with more
-// edges gets a chunk of its own), from the parent's recv_offsets on the host.
+// edges gets a chunk of its own), from the parent's recv_offsets on the host. Returns the
+// bounds a_0 = 0 < a_1 < ... < a_K = N.
 inline std::vector<int> chunk_receivers(const std::vector<int>& recv_offsets, int max_edges) {
   const int n = static_cast<int>(recv_offsets.size()) - 1;
   std::vector<int> bounds{0};
   for (int a = 0; a < n; ++a)
-    if (recv_offsets[a + 1] - recv_offsets[bounds.back()] > max_edges && a > bounds.back()) bounds.push_back(a);
+    // close the current chunk before receiver a if a's edges would overflow it, and only if
+    // it has edges: no chunk is ever empty (a zero-edge receiver joins its neighbours)
+    if (recv_offsets[a + 1] - recv_offsets[bounds.back()] > max_edges && recv_offsets[a] > recv_offsets[bounds.back()])
+      bounds.push_back(a);
   if (n > 0) bounds.push_back(n);
   return bounds;
 }
 
+// The chunk of receivers [a0, a1), whose edges are [e0, e1) = [recv_offsets[a0], recv_offsets[a1])
+// (the caller has the offsets on the host already: chunk_receivers).
 template <class Exec>
-Graph<Exec> graph_chunk(const Exec& exec, const Graph<Exec>& g, int a0, int a1) {
+Graph<Exec> graph_chunk(const Exec& exec, const Graph<Exec>& g, int e0, int e1) {
   Graph<Exec> c;
   c.n_nodes = g.n_nodes;
-  const auto ro_h = Kokkos::create_mirror_view_and_copy(
-      Kokkos::HostSpace(), Kokkos::subview(g.recv_offsets, std::make_pair(a0, a1 + 1)));
-  const int e0 = ro_h(0), e1 = ro_h(a1 - a0);
   c.n_edges = e1 - e0;
   c.recv = Kokkos::subview(g.recv, std::make_pair(e0, e1));
   c.send = Kokkos::subview(g.send, std::make_pair(e0, e1));

@@ -421,17 +421,18 @@ Result Evaluator::Impl::compute(const AtomGraph& graph, kk::Vec3View<const doubl
   std::deque<impl::StepContext> chunk_steps;
   std::vector<std::pair<int, int>> chunk_edges;    // [e0, e1) per chunk
   if (recompute) {
-    std::vector<int> bounds{0, N};
     if (m.edge_chunk > 0 && m.edge_chunk < E) {
-      const auto ro = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g.recv_offsets);
-      bounds = kk::chunk_receivers(std::vector<int>(ro.data(), ro.data() + N + 1), m.edge_chunk);
-    }
-    for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
+      const auto ro_view = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g.recv_offsets);
+      const std::vector<int> ro(ro_view.data(), ro_view.data() + N + 1);
+      const std::vector<int> bounds = kk::chunk_receivers(ro, m.edge_chunk);
+      for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
+        chunk_edges.emplace_back(ro[bounds[k]], ro[bounds[k + 1]]);
+        chunk_steps.push_back(step);
+        chunk_steps.back().graph = kk::graph_chunk(exec, g, chunk_edges.back().first, chunk_edges.back().second);
+      }
+    } else {    // one chunk: the whole graph
+      chunk_edges.emplace_back(0, E);
       chunk_steps.push_back(step);
-      if (bounds.size() > 2) chunk_steps.back().graph = kk::graph_chunk(exec, g, bounds[k], bounds[k + 1]);
-      const int e0 = bounds.size() > 2 ? int(Kokkos::create_mirror_view_and_copy(
-                                             Kokkos::HostSpace(), Kokkos::subview(g.recv_offsets, bounds[k]))()) : 0;
-      chunk_edges.emplace_back(e0, e0 + chunk_steps.back().graph.n_edges);
     }
   }
   std::deque<impl::LayerFn> chunk_fns;

@@ -12,6 +12,7 @@
 
 #include "exec_spaces.hpp"
 #include "graph.hpp"
+#include "graph_chunk.hpp"
 #include "radial.hpp"
 
 namespace {
@@ -167,6 +168,64 @@ TYPED_TEST(GraphTest, EmptyInputGivesAnEmptyGraph) {
     EXPECT_EQ(ro(a), 0);
     EXPECT_EQ(so(a), 0);
   }
+}
+
+TEST(GraphChunk, ReceiverRangesAreNeverEmptyAndCoverEveryNode) {
+  // offsets of 8 receivers: 0 and 1 have no edges, 3 alone has 9 (more than max), 7 has none
+  const std::vector<int> ro{0, 0, 0, 2, 11, 13, 16, 17, 17};
+  const auto b = kk::chunk_receivers(ro, 4);
+  ASSERT_EQ(b.front(), 0);
+  ASSERT_EQ(b.back(), 8);
+  for (size_t k = 0; k + 1 < b.size(); ++k) {
+    const int edges = ro[b[k + 1]] - ro[b[k]];
+    EXPECT_GT(edges, 0) << "chunk " << k;
+    EXPECT_TRUE(edges <= 4 || b[k + 1] - b[k] == 1 || ro[b[k] + 1] - ro[b[k]] > 4) << "chunk " << k;
+  }
+  // receivers 0-2 (2 edges) | 3 (9 edges, alone) | 4 (2: with 5 it would be 5) | 5-7 (4 edges)
+  EXPECT_EQ(b, (std::vector<int>{0, 3, 4, 5, 8}));
+  EXPECT_EQ(kk::chunk_receivers(ro, 100), (std::vector<int>{0, 8}));
+}
+
+TYPED_TEST(GraphTest, ChunksAreThePartsOfTheGraphIntoTheirReceivers) {
+  // graph_chunk against the parent graph read on the host: the chunk's edges are the parent's
+  // [e0, e1) renumbered from 0, receivers keep their CSR (others have none), and each sender's
+  // chunk edges are its parent group's members in [e0, e1), in the same (ascending) order.
+  using Exec = TypeParam;
+  const auto s = make_system(40, 8.0, 11);
+  const auto d = upload<Exec>(s);
+  Exec exec;
+  kk::PairList<Exec> pl{d.i, d.j, d.shift, false};
+  const auto g = kk::build_graph(exec, pl, kk::Vec3View<const double, Exec>(d.x), int(s.x.size()), 3.1);
+  const int N = g.n_nodes;
+  auto ro = test::to_host(g.recv_offsets), so = test::to_host(g.send_offsets), se = test::to_host(g.send_edges);
+  auto recv = test::to_host(g.recv), send = test::to_host(g.send);
+  const std::vector<int> offsets(ro.data(), ro.data() + N + 1);
+  const auto bounds = kk::chunk_receivers(offsets, g.n_edges / 5);
+  ASSERT_GE(bounds.size(), 5u);
+  int covered = 0;
+  for (size_t k = 0; k + 1 < bounds.size(); ++k) {
+    const int e0 = offsets[bounds[k]], e1 = offsets[bounds[k + 1]];
+    const auto c = kk::graph_chunk(exec, g, e0, e1);
+    exec.fence("test: chunk ready");
+    ASSERT_EQ(c.n_edges, e1 - e0);
+    covered += c.n_edges;
+    auto cro = test::to_host(c.recv_offsets), cso = test::to_host(c.send_offsets), cse = test::to_host(c.send_edges);
+    auto crecv = test::to_host(c.recv), csend = test::to_host(c.send);
+    for (int e = 0; e < c.n_edges; ++e) {
+      ASSERT_EQ(crecv(e), recv(e0 + e));
+      ASSERT_EQ(csend(e), send(e0 + e));
+    }
+    for (int a = 0; a <= N; ++a) ASSERT_EQ(cro(a), std::clamp(offsets[a], e0, e1) - e0) << a;
+    ASSERT_EQ(cso(N), c.n_edges);
+    for (int a = 0; a < N; ++a) {
+      std::vector<int> expect;
+      for (int q = so(a); q < so(a + 1); ++q)
+        if (se(q) >= e0 && se(q) < e1) expect.push_back(se(q) - e0);
+      ASSERT_EQ(cso(a + 1) - cso(a), int(expect.size())) << "sender " << a;
+      for (size_t q = 0; q < expect.size(); ++q) ASSERT_EQ(cse(cso(a) + q), expect[q]) << "sender " << a;
+    }
+  }
+  EXPECT_EQ(covered, g.n_edges);
 }
 
 TEST(Graph, SerialAndOpenMPAreIdentical) {
