@@ -81,7 +81,7 @@ struct Evaluator::Impl {
   Precision precision;
   bool recompute_layers;  // EvaluatorOptions::recompute_layers
   int edge_chunk;         // EvaluatorOptions::edge_chunk
-  long layers_recomputed = 0;  // layers run again in backward passes, over all compute() calls
+  long layers_recomputed = 0;  // edge parts run again in backward passes, over all compute() calls
   torch::Dtype dtype;
   Workspace workspace;
   Tensor species_embedding, e0, readout_scale, readout_w0, readout_b0, readout_w1, readout_b1;
@@ -149,7 +149,6 @@ struct Evaluator::Impl {
     }
   }
 
-  // Per degree l: h / sqrt(mean_{m,c} h^2 + eps) * scale[l, c].  h [N, D, C]
   // x / sqrt(mean(x^2 over dims) + norm_eps). In fp32 the squares and their mean are taken in
   // double: features above ~1.8e19 would square to inf in float and the quotient would be a
   // silent 0 (finite, wrong forces). Node-level tensors only, so the widening costs little.
@@ -159,6 +158,7 @@ struct Evaluator::Impl {
     return (wide / torch::sqrt(wide.pow(2).mean(dims, true) + cfg.norm_eps)).to(x.scalar_type());
   }
 
+  // Per degree l: h / sqrt(mean_{m,c} h^2 + eps) * scale[l, c].  h [N, D, C]
   Tensor rms_norm_eq(const Tensor& h, const Tensor& scale) const {
     std::vector<Tensor> parts;
     for (int l = 0; l <= cfg.lmax; ++l) parts.push_back(rms_normalise(h.narrow(1, l * l, 2 * l + 1), {1, 2}) * scale[l]);

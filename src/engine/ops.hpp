@@ -28,7 +28,7 @@ struct StepContext {
   NodeExchange* exchange = nullptr;  // per-layer ghost exchange, or none
   int exchange_reverse_calls = 0;    // reverse() calls made by the backward pass so far
   StepTimes* times = nullptr;        // fenced time split, or none
-  long layers_recomputed = 0;        // recomputed_layer() backward calls in this step
+  long layers_recomputed = 0;        // recomputed_layer() backward calls in this step (edge parts)
 };
 
 // Adds the time between construction and destruction to one StepTimes field, fencing at both
@@ -66,14 +66,15 @@ torch::Tensor unrotate_aggregate(const torch::Tensor& w, const torch::Tensor& ba
 // owners' rows and zeroed (reverse communication). Always returns a new tensor.
 torch::Tensor node_exchange(const torch::Tensor& h, StepContext& step);
 
-// One interaction layer as a function of the tensors that carry gradients into it.
+// A part of a layer as a function of the tensors that carry gradients into it: the evaluator
+// passes the edge part of a layer (or of one edge chunk), with h = the normalised node features.
 using LayerFn = std::function<torch::Tensor(const torch::Tensor& h, const torch::Tensor& band,
                                             const torch::Tensor& rbf, const torch::Tensor& env)>;
 
-// Activation recomputation ("checkpointing"), one layer at a time: runs layer(h, band, rbf, env)
-// without autograd and keeps only those four inputs; the backward pass runs the layer again with
-// autograd on and back-propagates through that fresh graph. Peak memory then holds one layer's
-// activations instead of all of them, for one more forward pass of every layer. `layer` must
+// Activation recomputation ("checkpointing"): runs layer(h, band, rbf, env) without autograd and
+// keeps only those four inputs; the backward pass runs it again with autograd on and
+// back-propagates through that fresh graph. Peak memory then holds the activations of one such
+// part at a time instead of all of them, for one more forward pass of each. `layer` must
 // outlive the backward pass and compute the same function both times (it does: same weights,
 // same graph, deterministic kernels).
 // `recomputed` is incremented each time the backward pass runs the layer again (tests and the
