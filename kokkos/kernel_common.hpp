@@ -38,6 +38,28 @@ Kokkos::TeamPolicy<Exec, Tag> team_policy(const Exec& exec, int league) {
     return Kokkos::TeamPolicy<Exec, Tag>(exec, league, Kokkos::AUTO);
 }
 
+// Loop orders of the per-edge backward kernels:
+//   rows:  one team per edge, channels over the team's lanes, dot products as team reductions
+//          (team_dot); on the host a team of one whose channel loops vectorise;
+//   lanes: several edges per team, one edge per thread, channels over that thread's vector
+//          lanes, dot products as vector reductions (warp shuffles on a GPU, no block-wide
+//          barriers). The GPU's default since 2026-11-30 (doc/gpu-notes.md); to be measured.
+enum class LoopOrder { rows, lanes };
+template <class Exec>
+constexpr LoopOrder default_loop_order() {
+  return std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace> ? LoopOrder::rows : LoopOrder::lanes;
+}
+// lanes: edges per team and vector length (a warp on a GPU; 1 on the host, where the variant
+// runs only to be tested).
+template <class Exec>
+constexpr int lanes_edges_per_team() {
+  return std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace> ? 1 : 4;
+}
+template <class Exec>
+constexpr int lanes_vector_length() {
+  return std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace> ? 1 : 32;
+}
+
 // sum_{c < n} f(c) in double, the same on every lane of the team. On the host (a team of one)
 // eight partial sums in fixed order let the loop vectorise without reassociating anything
 // run to run; on devices a team reduction.

@@ -13,6 +13,8 @@
 
 namespace edgeframe::kk {
 
+struct TagBackwardLanes {};
+
 template <class Exec, class Real>
 struct UnrotateAggregate {
   using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
@@ -28,6 +30,7 @@ struct UnrotateAggregate {
   View1<Real, Exec> grad_env;        // [E] backward output (overwritten)
   double scale;                      // 1 / avg_neighbors
   int lmax, mmax, channels;
+  int n_edges = 0, edges_per_team = 1;  // backward in the lanes order (set by the launcher)
 
   // Per node a: walk its incoming edges in CSR order, accumulating into its own output row.
   KOKKOS_INLINE_FUNCTION void operator()(TagForward, const Team& team) const {
@@ -85,6 +88,42 @@ struct UnrotateAggregate {
     }
     Kokkos::single(Kokkos::PerTeam(team), [&]() { grad_env(e) = static_cast<Real>(scale * genv); });
   }
+
+  // The same backward in the lanes order (kernel_common.hpp LoopOrder): edge e = league rank x
+  // edges_per_team + thread; rg stays in a register per channel instead of a round trip
+  // through grad_w, and the channel sums are vector reductions. Same products and, per
+  // channel, the same order as above; the channel sums differ from team_dot's by rounding.
+  KOKKOS_INLINE_FUNCTION void operator()(TagBackwardLanes, const Team& team) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, edges_per_team), [&](int t) {
+      const int e = team.league_rank() * edges_per_team + t;
+      if (e >= n_edges) return;
+      const int i = recv(e), C = channels;
+      const Real se = static_cast<Real>(scale) * env(e);
+      double genv = 0.0;
+      for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
+        const int k = band_k(l, mmax);
+        for (int m = -k; m <= k; ++m) {
+          const int prow = packed_row(l, m, lmax), boff = off + (m + k) * (2 * l + 1);
+          double part = 0.0;
+          Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(team, C), [&](int c, double& acc) {
+            Real rg = band(e, boff) * grad_agg(i, l * l, c);    // mp = -l
+            for (int mp = -l + 1; mp <= l; ++mp) rg += band(e, boff + mp + l) * grad_agg(i, l * l + l + mp, c);
+            acc += double(w(e, prow, c)) * double(rg);
+            grad_w(e, prow, c) = rg * se;
+          }, part);
+          genv += part;
+          for (int mp = -l; mp <= l; ++mp) {
+            double dot = 0.0;
+            Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(team, C), [&](int c, double& acc) {
+              acc += double(w(e, prow, c)) * double(grad_agg(i, l * l + l + mp, c));
+            }, dot);
+            Kokkos::single(Kokkos::PerThread(team), [&]() { grad_band(e, boff + mp + l) = static_cast<Real>(double(se) * dot); });
+          }
+        }
+      }
+      Kokkos::single(Kokkos::PerThread(team), [&]() { grad_env(e) = static_cast<Real>(scale * genv); });
+    });
+  }
 };
 
 template <class Exec, class Real>
@@ -93,9 +132,18 @@ void unrotate_aggregate_forward(const Exec& exec, const UnrotateAggregate<Exec, 
 }
 
 template <class Exec, class Real>
-void unrotate_aggregate_backward(const Exec& exec, const UnrotateAggregate<Exec, Real>& f, int n_edges) {
+void unrotate_aggregate_backward(const Exec& exec, const UnrotateAggregate<Exec, Real>& f, int n_edges,
+                                 LoopOrder order = default_loop_order<Exec>()) {
+  if (order == LoopOrder::rows) {
+    Kokkos::parallel_for("edgeframe::unrotate_aggregate_backward", team_policy<Exec, TagBackward>(exec, n_edges), f);
+    return;
+  }
+  UnrotateAggregate<Exec, Real> g = f;
+  g.n_edges = n_edges;
+  g.edges_per_team = lanes_edges_per_team<Exec>();
+  const int league = (n_edges + g.edges_per_team - 1) / g.edges_per_team;
   Kokkos::parallel_for("edgeframe::unrotate_aggregate_backward",
-                       team_policy<Exec, TagBackward>(exec, n_edges), f);
+                       Kokkos::TeamPolicy<Exec, TagBackwardLanes>(exec, league, g.edges_per_team, lanes_vector_length<Exec>()), g);
 }
 
 }  // namespace edgeframe::kk

@@ -51,6 +51,15 @@ AtomGraph make_graph(const kk::PairList<Exec>& pairs, kk::Vec3View<const double,
 
 namespace {
 
+kk::LoopOrder loop_order_from_env() {
+  const char* v = std::getenv("EDGEFRAME_LOOP_ORDER");
+  if (v == nullptr || *v == 0) return kk::default_loop_order<Exec>();
+  const std::string s = v;
+  if (s == "rows") return kk::LoopOrder::rows;
+  if (s == "lanes") return kk::LoopOrder::lanes;
+  throw InputError("EDGEFRAME_LOOP_ORDER='" + s + "' (valid: rows, lanes)");
+}
+
 // cuBLAS TF32 for the GEMMs of one compute() call (tf32 mode), restored afterwards: the switch
 // is process-wide in torch and other code in the process (a second pair style) must not see it.
 class Tf32Scope {
@@ -82,6 +91,9 @@ struct Evaluator::Impl {
   bool recompute_layers;  // EvaluatorOptions::recompute_layers
   int edge_chunk;         // EvaluatorOptions::edge_chunk
   long layers_recomputed = 0;  // edge parts run again in backward passes, over all compute() calls
+  // Loop order of the per-edge backward kernels (kernel_common.hpp); EDGEFRAME_LOOP_ORDER=rows|lanes
+  // overrides the backend's default, so that one benchmark run can time both side by side.
+  kk::LoopOrder loop_order = loop_order_from_env();
   torch::Dtype dtype;
   Workspace workspace;
   Tensor species_embedding, e0, readout_scale, readout_w0, readout_b0, readout_w1, readout_b1;
@@ -378,6 +390,7 @@ Result Evaluator::Impl::compute(const AtomGraph& graph, kk::Vec3View<const doubl
   step.lmax = cfg.lmax;
   step.mmax = cfg.mmax;
   step.channels = cfg.channels;
+  step.loop_order = m.loop_order;
   step.n_rbf = cfg.n_rbf;
   step.envelope_p = cfg.envelope_p;
   step.r_cut = cfg.r_cut;

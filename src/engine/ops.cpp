@@ -241,7 +241,7 @@ struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateF
     f.grad_band = bridge::view2<Real>(grad_band, "grad band");
     f.grad_env = bridge::view1<Real>(grad_env, "grad env");
     const Exec exec = bridge::exec_instance();
-    kk::unrotate_aggregate_backward(exec, f, s.graph.n_edges);
+    kk::unrotate_aggregate_backward(exec, f, s.graph.n_edges, s.loop_order);
     fence_for_torch(exec);
     return {grad_w, grad_band, grad_env, Tensor()};
   }

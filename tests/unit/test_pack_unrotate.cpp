@@ -7,6 +7,8 @@
 #include <Kokkos_Core.hpp>
 #include <cmath>
 #include <random>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "band_layout.hpp"
@@ -188,7 +190,7 @@ struct Outputs {
 template <class Exec, class Real>
 Outputs run_kernels(const HostCase& h, const std::vector<double>& n, const std::vector<double>& band,
                     const std::vector<double>& g, const std::vector<double>& w, const std::vector<double>& env,
-                    double scale) {
+                    double scale, kk::LoopOrder order = kk::default_loop_order<Exec>()) {
   const int C = h.s.channels;
   Exec exec;
   auto dn = up1<Real, Exec>(n, "n"), dband = up1<Real, Exec>(band, "band"), dg = up1<Real, Exec>(g, "g");
@@ -211,7 +213,7 @@ Outputs run_kernels(const HostCase& h, const std::vector<double>& n, const std::
                                           as3<Real, Exec>(dga, h.N, h.D, C), grad_w, gbu, genv, scale,
                                           h.s.lmax, h.s.mmax, C};
   kk::unrotate_aggregate_forward(exec, unrot, h.N);
-  kk::unrotate_aggregate_backward(exec, unrot, h.E);
+  kk::unrotate_aggregate_backward(exec, unrot, h.E, order);
   exec.fence("test: results to the host");
   return {down(u), down(grad_n), down(gbp), down(grad_g), down(agg), down(grad_w), down(gbu), down(genv)};
 }
@@ -270,6 +272,25 @@ TYPED_TEST(PackUnrotateTest, FloatAgreesWithDouble) {
       const double sc = max_abs(*a);
       for (size_t i = 0; i < a->size(); ++i) ASSERT_NEAR((*a)[i], (*b)[i], kFloatRelTol * sc);
     }
+  }
+}
+
+TYPED_TEST(PackUnrotateTest, LanesLoopOrderMatchesRowsLoopOrder) {
+  // The unrotate backward in both loop orders (kernel_common.hpp LoopOrder) on the same inputs:
+  // grad_w has the same products in the same order per channel (bitwise equal on the host; FMA
+  // contraction may differ on a device), grad_band and grad_env sum channels in another order.
+  for (const Shape& s : kShapes) {
+    const auto h = make_case(s, 41);
+    const auto rows = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::rows);
+    const auto lanes = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::lanes);
+    for (auto [a, b, what] : {std::tuple{&rows.grad_w, &lanes.grad_w, "grad_w"},
+                              {&rows.grad_band_u, &lanes.grad_band_u, "grad_band"},
+                              {&rows.grad_env, &lanes.grad_env, "grad_env"}}) {
+      const double sc = max_abs(*a);
+      ASSERT_GT(sc, 0.0) << what;
+      for (size_t i = 0; i < a->size(); ++i) ASSERT_NEAR((*a)[i], (*b)[i], kLoopRelTol * sc) << what << " " << i;
+    }
+    if constexpr (std::is_same_v<typename TypeParam::memory_space, Kokkos::HostSpace>) EXPECT_EQ(rows.grad_w, lanes.grad_w);
   }
 }
 
