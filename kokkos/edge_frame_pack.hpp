@@ -16,6 +16,7 @@
 namespace edgeframe::kk {
 
 struct TagBackwardEdge {};
+struct TagBackwardEdgeLanes {};
 struct TagBackwardNode {};
 
 // Loop order (all passes): band entries outer, channels inner and contiguous, accumulating
@@ -36,6 +37,7 @@ struct EdgeFramePack {
   View2<Real, Exec> grad_band;      // [E, band_size] backward output (overwritten)
   View3<Real, Exec> grad_g;         // [E, gate_rows, 2C] backward output (overwritten)
   int lmax, mmax, channels;
+  int n_edges = 0, edges_per_team = 1;  // backward-edge in the lanes order (set by the launcher)
 
   KOKKOS_INLINE_FUNCTION void operator()(TagForward, const Team& team) const {
     const int e = team.league_rank();
@@ -118,6 +120,57 @@ struct EdgeFramePack {
     }
   }
 
+  // The backward-edge pass in the lanes order (kernel_common.hpp LoopOrder): edge e = league
+  // rank x edges_per_team + thread, channels c and C + c on the thread's vector lanes, the
+  // band-entry sums as vector reductions. grad_rot is still written (the node pass reads it)
+  // and each lane reads back only what it wrote itself. Same products and per-channel order
+  // as TagBackwardEdge; the channel sums differ from team_dot's by rounding.
+  KOKKOS_INLINE_FUNCTION void operator()(TagBackwardEdgeLanes, const Team& team) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, edges_per_team), [&](int t) {
+      const int e = team.league_rank() * edges_per_team + t;
+      if (e >= n_edges) return;
+      const int i = recv(e), j = send(e), C = channels;
+      for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
+        const int k = band_k(l, mmax);
+        for (int m = -k; m <= k; ++m) {
+          const int boff = off + (m + k) * (2 * l + 1);
+          const int prow = packed_row(l, m, lmax), grow = gate_row(l, m, lmax);
+          // lane of c writes c and C + c, and the sums below give c to the same lane (same
+          // ThreadVectorRange(C) mapping): no lane reads what another wrote, for any C
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, C), [&](int c) {
+            grad_rot(e, prow, c) = g(e, grow, c) * grad_u(e, prow, c);
+            grad_rot(e, prow, C + c) = g(e, grow, C + c) * grad_u(e, prow, C + c);
+          });
+          for (int mp = -l; mp <= l; ++mp) {
+            const int q = l * l + l + mp;
+            double acc = 0.0;
+            Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(team, C), [&](int c, double& sum) {
+              sum += double(grad_rot(e, prow, c)) * double(n(j, q, c)) + double(grad_rot(e, prow, C + c)) * double(n(i, q, c));
+            }, acc);
+            Kokkos::single(Kokkos::PerThread(team), [&]() { grad_band(e, boff + mp + l) = static_cast<Real>(acc); });
+          }
+        }
+        for (int am = 0; am <= k; ++am) {
+          const int grow = gate_row(l, am, lmax), pp = packed_row(l, am, lmax), pm = packed_row(l, -am, lmax);
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, C), [&](int c) {
+            Real sj = Real(0), si = Real(0);
+            for (int mp = -l; mp <= l; ++mp) {
+              const int q = l * l + l + mp;
+              const Real dp = band(e, off + (am + k) * (2 * l + 1) + mp + l);
+              const Real dm = am == 0 ? Real(0) : band(e, off + (-am + k) * (2 * l + 1) + mp + l);
+              const Real tj = (dp * grad_u(e, pp, c) + dm * grad_u(e, pm, c)) * n(j, q, c);
+              const Real ti = (dp * grad_u(e, pp, C + c) + dm * grad_u(e, pm, C + c)) * n(i, q, c);
+              sj = mp == -l ? tj : sj + tj;
+              si = mp == -l ? ti : si + ti;
+            }
+            grad_g(e, grow, c) = sj;
+            grad_g(e, grow, C + c) = si;
+          });
+        }
+      }
+    });
+  }
+
   // Per node a: grad_n[a, (l, m'), c] = sum over edges where a sends (channels 0..C-1) and
   // where a receives (channels C..2C-1) of sum_m D_{m m'} grad_rot[(l, m), c].
   KOKKOS_INLINE_FUNCTION void operator()(TagBackwardNode, const Team& team) const {
@@ -152,10 +205,27 @@ void edge_frame_pack_forward(const Exec& exec, const EdgeFramePack<Exec, Real>& 
   Kokkos::parallel_for("edgeframe::edge_frame_pack", team_policy<Exec, TagForward>(exec, n_edges), f);
 }
 
+// The per-edge half of the backward (grad_rot, grad_band, grad_g) in either loop order.
 template <class Exec, class Real>
-void edge_frame_pack_backward(const Exec& exec, const EdgeFramePack<Exec, Real>& f, int n_edges, int n_nodes) {
-  Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge",
-                       team_policy<Exec, TagBackwardEdge>(exec, n_edges), f);
+void edge_frame_pack_backward_edge(const Exec& exec, const EdgeFramePack<Exec, Real>& f, int n_edges,
+                                   LoopOrder order = default_loop_order<Exec>()) {
+  if (order == LoopOrder::rows) {
+    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge", team_policy<Exec, TagBackwardEdge>(exec, n_edges), f);
+  } else {
+    EdgeFramePack<Exec, Real> lanes = f;
+    lanes.n_edges = n_edges;
+    lanes.edges_per_team = lanes_edges_per_team<Exec>();
+    const int league = (n_edges + lanes.edges_per_team - 1) / lanes.edges_per_team;
+    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge",
+                         Kokkos::TeamPolicy<Exec, TagBackwardEdgeLanes>(exec, league, lanes.edges_per_team,
+                                                                        lanes_vector_length<Exec>()), lanes);
+  }
+}
+
+template <class Exec, class Real>
+void edge_frame_pack_backward(const Exec& exec, const EdgeFramePack<Exec, Real>& f, int n_edges, int n_nodes,
+                              LoopOrder order = default_loop_order<Exec>()) {
+  edge_frame_pack_backward_edge(exec, f, n_edges, order);
   Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node",
                        team_policy<Exec, TagBackwardNode>(exec, n_nodes), f);
 }

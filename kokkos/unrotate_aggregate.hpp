@@ -138,12 +138,12 @@ void unrotate_aggregate_backward(const Exec& exec, const UnrotateAggregate<Exec,
     Kokkos::parallel_for("edgeframe::unrotate_aggregate_backward", team_policy<Exec, TagBackward>(exec, n_edges), f);
     return;
   }
-  UnrotateAggregate<Exec, Real> g = f;
-  g.n_edges = n_edges;
-  g.edges_per_team = lanes_edges_per_team<Exec>();
-  const int league = (n_edges + g.edges_per_team - 1) / g.edges_per_team;
+  UnrotateAggregate<Exec, Real> lanes = f;
+  lanes.n_edges = n_edges;
+  lanes.edges_per_team = lanes_edges_per_team<Exec>();
+  const int league = (n_edges + lanes.edges_per_team - 1) / lanes.edges_per_team;
   Kokkos::parallel_for("edgeframe::unrotate_aggregate_backward",
-                       Kokkos::TeamPolicy<Exec, TagBackwardLanes>(exec, league, g.edges_per_team, lanes_vector_length<Exec>()), g);
+                       Kokkos::TeamPolicy<Exec, TagBackwardLanes>(exec, league, lanes.edges_per_team, lanes_vector_length<Exec>()), lanes);
 }
 
 }  // namespace edgeframe::kk

@@ -173,8 +173,7 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
     f.grad_band = bridge::view2<Real>(grad_band, "grad band");
     f.grad_g = bridge::view3<Real>(grad_g, "grad g");
     const Exec exec = bridge::exec_instance();
-    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge",
-                         kk::team_policy<Exec, kk::TagBackwardEdge>(exec, E), f);
+    kk::edge_frame_pack_backward_edge(exec, f, E, s.loop_order);
     if (want_n) {  // layer 0's input does not depend on the positions: skip its node pass
       f.grad_n = bridge::view3<Real>(grad_n, "grad n");
       Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node",

@@ -29,7 +29,7 @@ struct StepContext {
   int exchange_reverse_calls = 0;    // reverse() calls made by the backward pass so far
   StepTimes* times = nullptr;        // fenced time split, or none
   long layers_recomputed = 0;        // recomputed_layer() backward calls in this step (edge parts)
-  kk::LoopOrder loop_order = kk::default_loop_order<bridge::Exec>();  // unrotate backward (kernel_common.hpp)
+  kk::LoopOrder loop_order = kk::default_loop_order<bridge::Exec>();  // per-edge backward kernels (kernel_common.hpp)
 };
 
 // Adds the time between construction and destruction to one StepTimes field, fencing at both

@@ -208,7 +208,7 @@ Outputs run_kernels(const HostCase& h, const std::vector<double>& n, const std::
                                      recv, send, ro, so, se, u, as3<Real, Exec>(dgu, h.E, h.K, 2 * C), grad_rot, grad_n, gbp, grad_g,
                                      h.s.lmax, h.s.mmax, C};
   kk::edge_frame_pack_forward(exec, pack, h.E);
-  kk::edge_frame_pack_backward(exec, pack, h.E, h.N);
+  kk::edge_frame_pack_backward(exec, pack, h.E, h.N, order);
   kk::UnrotateAggregate<Exec, Real> unrot{as3<Real, Exec>(dw, h.E, h.K, C), band2, denv, recv, ro, agg,
                                           as3<Real, Exec>(dga, h.N, h.D, C), grad_w, gbu, genv, scale,
                                           h.s.lmax, h.s.mmax, C};
@@ -276,21 +276,29 @@ TYPED_TEST(PackUnrotateTest, FloatAgreesWithDouble) {
 }
 
 TYPED_TEST(PackUnrotateTest, LanesLoopOrderMatchesRowsLoopOrder) {
-  // The unrotate backward in both loop orders (kernel_common.hpp LoopOrder) on the same inputs:
-  // grad_w has the same products in the same order per channel (bitwise equal on the host; FMA
-  // contraction may differ on a device), grad_band and grad_env sum channels in another order.
+  // The per-edge backward kernels (pack backward-edge, unrotate backward) in both loop orders
+  // (kernel_common.hpp LoopOrder) on the same inputs: grad_w and grad_g have the same products in
+  // the same order per channel (bitwise equal on the host; FMA contraction may differ on a
+  // device); grad_band and grad_env sum channels in another order; grad_n (node pass, fed by
+  // grad_rot) must agree too.
   for (const Shape& s : kShapes) {
     const auto h = make_case(s, 41);
     const auto rows = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::rows);
     const auto lanes = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::lanes);
     for (auto [a, b, what] : {std::tuple{&rows.grad_w, &lanes.grad_w, "grad_w"},
-                              {&rows.grad_band_u, &lanes.grad_band_u, "grad_band"},
-                              {&rows.grad_env, &lanes.grad_env, "grad_env"}}) {
+                              {&rows.grad_band_u, &lanes.grad_band_u, "unrotate grad_band"},
+                              {&rows.grad_env, &lanes.grad_env, "grad_env"},
+                              {&rows.grad_band_p, &lanes.grad_band_p, "pack grad_band"},
+                              {&rows.grad_g, &lanes.grad_g, "grad_g"}, {&rows.grad_n, &lanes.grad_n, "grad_n"}}) {
       const double sc = max_abs(*a);
       ASSERT_GT(sc, 0.0) << what;
       for (size_t i = 0; i < a->size(); ++i) ASSERT_NEAR((*a)[i], (*b)[i], kLoopRelTol * sc) << what << " " << i;
     }
-    if constexpr (std::is_same_v<typename TypeParam::memory_space, Kokkos::HostSpace>) EXPECT_EQ(rows.grad_w, lanes.grad_w);
+    if constexpr (std::is_same_v<typename TypeParam::memory_space, Kokkos::HostSpace>) {
+      EXPECT_EQ(rows.grad_w, lanes.grad_w);
+      EXPECT_EQ(rows.grad_g, lanes.grad_g);
+      EXPECT_EQ(rows.grad_n, lanes.grad_n);
+    }
   }
 }
 
