@@ -91,6 +91,17 @@ struct Evaluator::Impl {
   bool recompute_layers;  // EvaluatorOptions::recompute_layers
   int edge_chunk;         // EvaluatorOptions::edge_chunk
   long layers_recomputed = 0;  // edge parts run again in backward passes, over all compute() calls
+  // Edge chunks of the last graph seen (recompute with edge_chunk > 0), rebuilt only when the
+  // graph changes. The key holds that graph's recv_offsets view: while held, its allocation
+  // cannot be reused by a newer graph, so an equal pointer means the same graph (graphs are
+  // built once per neighbour-list rebuild, with fresh views, and never edited in place).
+  struct ChunkCache {
+    kk::View1<int, Exec> key;
+    int n_edges = -1, edge_chunk = -1;
+    std::vector<std::pair<int, int>> edges;    // [e0, e1) per chunk
+    std::vector<kk::Graph<Exec>> graphs;
+    long builds = 0;
+  } chunk_cache;
   // Loop order of the per-edge backward kernels (kernel_common.hpp); EDGEFRAME_LOOP_ORDER=rows|lanes
   // overrides the backend's default, so that one benchmark run can time both side by side.
   kk::LoopOrder loop_order = loop_order_from_env();
@@ -319,6 +330,7 @@ Precision Evaluator::precision() const { return m_impl->precision; }
 std::size_t Evaluator::workspace_allocations() const { return m_impl->workspace.allocations(); }
 std::size_t Evaluator::workspace_bytes() const { return m_impl->workspace.bytes(); }
 long Evaluator::layers_recomputed() const { return m_impl->layers_recomputed; }
+long Evaluator::edge_chunk_builds() const { return m_impl->chunk_cache.builds; }
 
 namespace {
 
@@ -435,13 +447,21 @@ Result Evaluator::Impl::compute(const AtomGraph& graph, kk::Vec3View<const doubl
   std::vector<std::pair<int, int>> chunk_edges;    // [e0, e1) per chunk
   if (recompute) {
     if (m.edge_chunk > 0 && m.edge_chunk < E) {
-      const auto ro_view = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g.recv_offsets);
-      const std::vector<int> ro(ro_view.data(), ro_view.data() + N + 1);
-      const std::vector<int> bounds = kk::chunk_receivers(ro, m.edge_chunk);
-      for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
-        chunk_edges.emplace_back(ro[bounds[k]], ro[bounds[k + 1]]);
+      auto& cache = m.chunk_cache;
+      if (cache.key.data() != g.recv_offsets.data() || cache.n_edges != E || cache.edge_chunk != m.edge_chunk) {
+        const auto ro_view = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g.recv_offsets);
+        const std::vector<int> ro(ro_view.data(), ro_view.data() + N + 1);
+        const std::vector<int> bounds = kk::chunk_receivers(ro, m.edge_chunk);
+        cache = ChunkCache{g.recv_offsets, E, m.edge_chunk, {}, {}, cache.builds + 1};
+        for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
+          cache.edges.emplace_back(ro[bounds[k]], ro[bounds[k + 1]]);
+          cache.graphs.push_back(kk::graph_chunk(exec, g, cache.edges.back().first, cache.edges.back().second));
+        }
+      }
+      chunk_edges = cache.edges;
+      for (const auto& cg : cache.graphs) {
         chunk_steps.push_back(step);
-        chunk_steps.back().graph = kk::graph_chunk(exec, g, chunk_edges.back().first, chunk_edges.back().second);
+        chunk_steps.back().graph = cg;
       }
     } else {    // one chunk: the whole graph
       chunk_edges.emplace_back(0, E);

@@ -95,6 +95,8 @@ class Evaluator {
   // Edge parts run again in backward passes so far (recompute_layers: layers x edge chunks per
   // force call; else 0).
   long layers_recomputed() const;
+  // Times the edge chunks were (re)built: once per graph (neighbour-list rebuild), not per call.
+  long edge_chunk_builds() const;
 
  private:
   struct Impl;

@@ -339,6 +339,12 @@ TEST(Evaluator, RecomputedEdgePartsGiveTheSameResults) {
           std::printf("[ measured ] %s %s edge_chunk %d (%ld chunks) n_local %d: recompute vs keep max |dF| / max |F| = %.1e\n",
                       name, to_string(p).c_str(), chunk, chunks, n_local, rel_err(b.forces, a.forces));
         }
+        // The chunks were built once for this graph (two calls above), and again for a new one.
+        EXPECT_EQ(recompute.edge_chunk_builds(), chunk > 0 ? 1 : 0) << name;
+        const auto again = upload(g, g.x);
+        const auto c = run(recompute, again), k = run(keep, again);
+        EXPECT_EQ(recompute.edge_chunk_builds(), chunk > 0 ? 2 : 0) << name;
+        EXPECT_LT(rel_err(c.forces, k.forces), p == Precision::fp64 ? 1e-13 : 3e-6) << name << " new graph";
       }
     }
   }
