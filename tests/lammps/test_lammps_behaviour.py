@@ -150,6 +150,33 @@ run 20
         assert close(data[:, 5:8], ref["forces"]), step
 
 
+def test_md_with_chunked_recompute_follows_the_kept_run(lammps, tmp_path, small_model):
+    # 20 NVE steps with the neighbour list kept for 10 steps at a time: the recomputed edge
+    # chunks are built once per list (cached between steps while positions move) and the
+    # trajectory must follow the keep run to fp64 rounding.
+    _, path = small_model
+    atoms, _ = structure("diamond64")
+    rows = {}
+    for style in ("", " activations recompute edge_chunk 400"):
+        script = setup(tmp_path, atoms, path).replace("precision fp64", "precision fp64" + style) + """
+velocity all create 600 4928459 mom yes rot yes dist gaussian
+timestep 0.0005
+fix 1 all nve
+neighbor 1.0 bin
+neigh_modify every 10 delay 0 check no
+thermo 5
+thermo_style custom step pe ke etotal press
+thermo_modify format float %.15g
+run 20
+"""
+        run = lammps(script)
+        assert run.returncode == 0, run.output[-2000:]
+        rows[style] = np.array(thermo_table(run.output))
+    keep, chunked = rows[""], rows[" activations recompute edge_chunk 400"]
+    assert keep.shape == chunked.shape == (5, 5)
+    assert close(chunked[:, 1:], keep[:, 1:], rel=1e-11, floor=1e-11), np.abs(chunked - keep).max()
+
+
 def test_reissued_pair_style_takes_its_new_settings(lammps, tmp_path, small_model):
     # LAMMPS keeps the pair_coeff when pair_style names the same style again: the new keywords
     # must still take effect (a new evaluator), and the model block must say so.
