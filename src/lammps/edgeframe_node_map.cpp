@@ -40,14 +40,21 @@ void NodeMap::build(const int *type, int nlocal, int nall, const std::vector<int
 
   number_marked_atoms(type, nlocal, nall, type_species);
 
-  // Pairs in receiver order (LAMMPS list order), kept when the receiver's features matter at
-  // some layer, i.e. it is at most T-1 hops from an owned atom.
+  // Pairs kept when the receiver's features matter at some layer, i.e. it is at most T-1 hops
+  // from an owned atom; owned and ghost list owners alike.
+  collect_pairs(list, list->inum + list->gnum, layers - 1);
+}
+
+// Pairs in receiver order (LAMMPS list order) among the first n_receivers list owners whose
+// mark m_hop is in [0, max_hop], to every sender that is a node.
+void NodeMap::collect_pairs(const NeighList *list, int n_receivers, int max_hop)
+{
   pair_i.clear();
   pair_j.clear();
-  const int ntotal = list->inum + list->gnum;
-  for (int ii = 0; ii < ntotal; ii++) {
+  pair_image.clear();
+  for (int ii = 0; ii < n_receivers; ii++) {
     const int i = list->ilist[ii];
-    if (m_hop[i] < 0 || m_hop[i] > layers - 1) continue;
+    if (m_hop[i] < 0 || m_hop[i] > max_hop) continue;
     const int ni = node_of_atom[i];
     const int *jlist = list->firstneigh[i];
     for (int jj = 0; jj < list->numneigh[i]; jj++) {
@@ -97,20 +104,5 @@ void NodeMap::build_exchange(const int *type, int nlocal, int nall, const std::v
   }
 
   number_marked_atoms(type, nlocal, nall, type_species);
-
-  pair_i.clear();
-  pair_j.clear();
-  pair_image.clear();
-  for (int ii = 0; ii < list->inum; ii++) {
-    const int i = list->ilist[ii];
-    const int ni = node_of_atom[i];
-    if (ni < 0) continue;
-    const int *jlist = list->firstneigh[i];
-    for (int jj = 0; jj < list->numneigh[i]; jj++) {
-      const int nj = node_of_atom[jlist[jj] & NEIGHMASK];
-      if (nj < 0) continue;
-      pair_i.push_back(ni);
-      pair_j.push_back(nj);
-    }
-  }
+  collect_pairs(list, list->inum, 0);    // owned receivers only (the mapped ones are marked 0)
 }

@@ -64,6 +64,7 @@ namespace edgeframe_glue {
 
    private:
     void number_marked_atoms(const int *type, int nlocal, int nall, const std::vector<int> &type_species);
+    void collect_pairs(const NeighList *list, int n_receivers, int max_hop);
     std::vector<int> m_hop;      // [nall] hops from the nearest owned atom, or -1
     std::vector<int> m_frontier, m_next;
   };
