@@ -9,20 +9,12 @@ import pytest
 
 from reference_case import METAL_NKTV2P, RUN_0_SCRIPT, calc, read_dump, thermo_row, write_data
 from test_lammps_behaviour import setup, thermo_table
-from test_vs_reference import (CENTROID, KOKKOS_ARGS, VOIGT, close, expected, run_case,  # noqa: F401
+from test_vs_reference import (KOKKOS_ARGS, check_against_reference, close, expected, run_case,  # noqa: F401
                                small_model, structure)
 
 # fp32 engine vs the float64 reference, relative to the largest component: the engine tests
 # measured <= 2.9e-5 on forces (doc/engine.md, Precision); the same bound as there.
 REL_TOL_FP32 = 6e-5
-
-
-def per_atom_checks(dump, ref, atom_virial, n):
-    assert close(dump[:, 4], ref["energies"])
-    lammps_w = -dump[:, 5:11] / METAL_NKTV2P
-    assert close(lammps_w, [[atom_virial[k, a, b] for a, b in VOIGT] for k in range(n)])
-    lammps_cw = -dump[:, 11:20] / METAL_NKTV2P
-    assert close(lammps_cw, [[atom_virial[k, a, b] for a, b in CENTROID] for k in range(n)])
 
 
 def graph_line(output):
@@ -53,12 +45,9 @@ def test_exchange_matches_reference_and_shell(lammps, tmp_path, small_model, nam
         assert ("ghost mode exchange" in output) == (mode == "exchange")
         assert ("ghost cutoff set to" in output) == (mode == "shell")
         out[mode] = thermo, dump, graph_line(output)
-    ref, forces, virial, atom_virial = expected(model, atoms, q)
+    expect = expected(model, atoms, q)
     for mode, (thermo, dump, _) in out.items():
-        assert close(thermo[1], ref["energy"]), (mode, thermo[1], ref["energy"])
-        assert close(thermo[2:8], [virial[a, b] for a, b in VOIGT]), mode
-        assert close(dump[:, 1:4], forces), mode
-        per_atom_checks(dump, ref, atom_virial, len(atoms))
+        check_against_reference(expect, thermo, dump, what=mode)
     # The two modes against each other: fp64 rounding (same terms, other summation orders).
     (te, de, ge), (ts, ds, gs) = out["exchange"], out["shell"]
     assert close(te[1:], ts[1:], rel=1e-12, floor=1e-12)
@@ -178,10 +167,7 @@ def test_exchange_with_comm_style_tiled(lammps, tmp_path, small_model):
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=3, pre="comm_style tiled",
                                        extra="balance 1.0 rcb", style_args=" ghost_mode exchange")
     assert "ghost mode exchange" in output
-    ref, forces, virial, _ = expected(model, atoms, q)
-    assert close(thermo[1], ref["energy"])
-    assert close(thermo[2:8], [virial[a, b] for a, b in VOIGT])
-    assert close(dump[:, 1:4], forces)
+    check_against_reference(expected(model, atoms, q), thermo, dump, per_atom=False)
 
 
 def test_exchange_through_empty_ranks_that_relay(lammps, tmp_path, small_model):
@@ -197,11 +183,7 @@ def test_exchange_through_empty_ranks_that_relay(lammps, tmp_path, small_model):
     for mode in ("exchange", "shell"):
         q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=8, pre="processors 8 1 1",
                                            style_args=f" ghost_mode {mode}")
-        ref, forces, virial, atom_virial = expected(model, atoms, q)
-        assert close(thermo[1], ref["energy"]), (mode, thermo[1], ref["energy"])
-        assert close(thermo[2:8], [virial[a, b] for a, b in VOIGT]), mode
-        assert close(dump[:, 1:4], forces), mode
-        per_atom_checks(dump, ref, atom_virial, len(atoms))
+        check_against_reference(expected(model, atoms, q), thermo, dump, what=mode)
 
 
 @pytest.mark.parametrize("nprocs,style,args,chunks", [
@@ -215,8 +197,9 @@ def test_recomputed_activations_match_the_reference(lammps, tmp_path, small_mode
     # activations (EvaluatorOptions::recompute_layers), optionally in edge chunks; the end-of-run
     # line counts the edge parts that were run again (three layers x chunks, one force call of
     # run 0; several chunks with edge_chunk 400 on this 64-atom box, whose count depends on
-    # the rank's graph), so a recompute that silently did not happen fails here. With the exchange the recomputed layer excludes the exchange:
-    # only the layer's own work is repeated, the communication is not.
+    # the rank's graph), so a recompute that silently did not happen fails here. With the
+    # exchange the recomputed part excludes the exchange: only the layer's own work is
+    # repeated, the communication is not.
     model, path = small_model
     atoms, boundary = structure("diamond64")
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs, args=args,
@@ -226,11 +209,7 @@ def test_recomputed_activations_match_the_reference(lammps, tmp_path, small_mode
     assert m, output[-1500:]
     count = int(m.group(1))
     assert count == 3 if chunks == 1 else (count % 3 == 0 and count > 3), count
-    ref, forces, virial, atom_virial = expected(model, atoms, q)
-    assert close(thermo[1], ref["energy"]), (thermo[1], ref["energy"])
-    assert close(thermo[2:8], [virial[a, b] for a, b in VOIGT])
-    assert close(dump[:, 1:4], forces)
-    per_atom_checks(dump, ref, atom_virial, len(atoms))
+    check_against_reference(expected(model, atoms, q), thermo, dump)
 
 
 @pytest.mark.parametrize("name,nprocs,grid", [("diamond64", 4, "2 2 1"), ("cluster", 4, "4 1 1")])
@@ -244,8 +223,4 @@ def test_staged_exchange_matches_the_reference(lammps, tmp_path, small_model, mo
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs,
                                        pre=f"processors {grid}", style_args=" ghost_mode exchange")
     assert "staged through pinned host memory" in output
-    ref, forces, virial, atom_virial = expected(model, atoms, q)
-    assert close(thermo[1], ref["energy"]), (thermo[1], ref["energy"])
-    assert close(thermo[2:8], [virial[a, b] for a, b in VOIGT])
-    assert close(dump[:, 1:4], forces)
-    per_atom_checks(dump, ref, atom_virial, len(atoms))
+    check_against_reference(expected(model, atoms, q), thermo, dump)

@@ -74,6 +74,28 @@ VOIGT = [(0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)]
 CENTROID = VOIGT + [(1, 0), (2, 0), (2, 1)]
 
 
+def per_atom_checks(dump, ref, atom_virial, n):
+    """Per-atom energy (compute pe/atom) and the per-atom virial in both forms against the
+    reference. compute stress/atom (NULL virial) reports -(per-atom virial) * nktv2p in bar A^3;
+    centroid/stress/atom the 9-component, unsymmetrised form (xx yy zz xy xz yz yx zx zy)."""
+    assert close(dump[:, 4], ref["energies"])
+    lammps_w = -dump[:, 5:11] / METAL_NKTV2P
+    assert close(lammps_w, [[atom_virial[k, a, b] for a, b in VOIGT] for k in range(n)])
+    lammps_cw = -dump[:, 11:20] / METAL_NKTV2P
+    assert close(lammps_cw, [[atom_virial[k, a, b] for a, b in CENTROID] for k in range(n)])
+
+
+def check_against_reference(expect, thermo, dump, per_atom=True, what=""):
+    """A run_case result against expected(...): energy, global virial and forces (fp64 bar of
+    close), and with per_atom the per-atom energies and virials too. what: for the messages."""
+    ref, forces, virial, atom_virial = expect
+    assert close(thermo[1], ref["energy"]), (what, thermo[1], ref["energy"])
+    assert close(thermo[2:8], [virial[a, b] for a, b in VOIGT]), what
+    assert close(dump[:, 1:4], forces), what
+    if per_atom:
+        per_atom_checks(dump, ref, atom_virial, len(forces))
+
+
 @pytest.mark.parametrize("fold", ["yes", "no"])
 @pytest.mark.parametrize("name", ["diamond64", "bcc_cu54", "triclinic_ccu16", "cluster", "slab"])
 def test_single_rank_matches_reference(lammps, tmp_path, small_model, name, fold):
@@ -83,18 +105,7 @@ def test_single_rank_matches_reference(lammps, tmp_path, small_model, name, fold
     atoms, boundary = structure(name)
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, style_args=f" fold_images {fold}")
     assert ("periodic images folded" in output) == (fold == "yes")
-    ref, forces, virial, atom_virial = expected(model, atoms, q)
-
-    assert close(thermo[1], ref["energy"]), (thermo[1], ref["energy"])
-    assert close(thermo[2:8], [virial[a, b] for a, b in VOIGT])
-    assert close(dump[:, 1:4], forces)
-    assert close(dump[:, 4], ref["energies"])
-    # compute stress/atom (NULL virial) reports -(per-atom virial) * nktv2p, in bar A^3
-    lammps_w = -dump[:, 5:11] / METAL_NKTV2P
-    assert close(lammps_w, [[atom_virial[k, a, b] for a, b in VOIGT] for k in range(len(atoms))])
-    # centroid/stress/atom: the 9-component, unsymmetrised form (xx yy zz xy xz yz yx zx zy)
-    lammps_cw = -dump[:, 11:20] / METAL_NKTV2P
-    assert close(lammps_cw, [[atom_virial[k, a, b] for a, b in CENTROID] for k in range(len(atoms))])
+    check_against_reference(expected(model, atoms, q), thermo, dump)
 
 
 @pytest.mark.parametrize("name,nprocs,grid", [("diamond64", 2, "2 1 1"), ("diamond64", 4, "2 2 1"),
@@ -110,10 +121,7 @@ def test_mpi_ranks_match_reference(lammps, tmp_path, small_model, name, nprocs, 
     atoms, boundary = structure(name)
     q, thermo, dump, _ = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs,
                                   pre=f"processors {grid}")
-    ref, forces, virial, _ = expected(model, atoms, q)
-    assert close(thermo[1], ref["energy"])
-    assert close(thermo[2:8], [virial[a, b] for a, b in VOIGT])
-    assert close(dump[:, 1:4], forces)
+    check_against_reference(expected(model, atoms, q), thermo, dump, per_atom=False)
 
 
 # How the /kk style is started (KOKKOS_ARGS, reference_case): Kokkos OpenMP threads here;
@@ -135,15 +143,7 @@ def test_kokkos_style_matches_reference(lammps, tmp_path, small_model, name, npr
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs, args=args)
     assert "pair edgeframe/kk" in output
     assert ("edgeframe/kk: device-resident path" in output) == (nprocs == 1), output[-2000:]
-    ref, forces, virial, atom_virial = expected(model, atoms, q)
-    assert close(thermo[1], ref["energy"])
-    assert close(thermo[2:8], [virial[a, b] for a, b in VOIGT])
-    assert close(dump[:, 1:4], forces)
-    assert close(dump[:, 4], ref["energies"])
-    lammps_w = -dump[:, 5:11] / METAL_NKTV2P
-    assert close(lammps_w, [[atom_virial[k, a, b] for a, b in VOIGT] for k in range(len(atoms))])
-    lammps_cw = -dump[:, 11:20] / METAL_NKTV2P
-    assert close(lammps_cw, [[atom_virial[k, a, b] for a, b in CENTROID] for k in range(len(atoms))])
+    check_against_reference(expected(model, atoms, q), thermo, dump)
 
 
 def test_host_style_and_kokkos_two_threads_agree(lammps, tmp_path, small_model):
