@@ -19,6 +19,9 @@
 #        bytes / FLOPs per kernel, L2 and L3 at 512 atoms, fp32, into $OUT/profile.log.
 # Run it from a script file, never as `bash /dev/stdin <<EOF` (doc/gpu-notes.md).
 # example: examples/gpu/in.diamond-gpu into $OUT/log.diamond-gpu.
+# looporder: the two loop orders of the backward kernels (EDGEFRAME_LOOP_ORDER=rows|lanes,
+#        doc/engine.md "Loop orders") side by side: per-kernel split of L2 and L3 at 512 atoms in
+#        fp32, and the fp64 forces of both orders compared, into $OUT/looporder.log.
 # scaling: bench/gpu_scaling.sh (1 vs 2 GPUs, issue #8; SCALING_ARGS) into $OUT/scaling.
 # Logs go to $OUT/*.log. The machine has no network: everything comes from .device/.
 set -uo pipefail
@@ -123,11 +126,28 @@ do_profile() {
     # Hardware counters of the first Kokkos kernels of one L2 step (edgeframe's kernels are all
     # Kokkos launches; torch's are not): speed of light, memory, occupancy.
     echo "== profile: ncu on the Kokkos kernels of one L2 step (NCU_LAUNCHES=${NCU_LAUNCHES:-40})"
-    timeout "${NCU_TIMEOUT:-180}" ncu --kernel-name regex:Kokkos --launch-count "${NCU_LAUNCHES:-40}" \
+    timeout "${NCU_TIMEOUT:-180}" ncu --kernel-name regex:cuda_parallel_launch --launch-count "${NCU_LAUNCHES:-40}" \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
       "$build/bench/edgeframe_bench" --shape L2 --cells 4 --reps 1 --warmup 1 --precision fp32 > "$OUT/ncu.log" 2>&1 || true
     grep -cE "^  [A-Za-z].*\(" "$OUT/ncu.log" | sed 's/^/   kernels profiled: /'
   fi
+}
+
+do_looporder() {
+  echo "== looporder: rows vs lanes (bench/edgeframe_bench, 512 atoms)"
+  local bench=$build/bench/edgeframe_bench order shape
+  {
+    for shape in L2 L3; do
+      for order in rows lanes; do
+        echo "-- $shape, EDGEFRAME_LOOP_ORDER=$order, fp32"
+        EDGEFRAME_LOOP_ORDER=$order "$bench" --shape "$shape" --cells 4 --reps 5 --precision fp32 | grep -E "step|edgeframe::(edge_frame_pack_backward|unrotate)|LibTorch|RESULT"
+        EDGEFRAME_LOOP_ORDER=$order "$bench" --shape "$shape" --cells 4 --reps 1 --warmup 1 --precision fp64 \
+          --forces-out "/tmp/forces-$order-$shape.bin" | grep RESULT | cut -c1-160
+      done
+      "$EDGEFRAME_PYTHON" -c "import numpy as np, sys; r, l = (np.fromfile(f'/tmp/forces-{o}-$shape.bin') for o in ('rows', 'lanes')); print('$shape fp64 forces, lanes vs rows: max |dF| %.3e of max |F| %.3e' % (abs(r - l).max(), abs(r).max()))"
+    done
+  } > "$OUT/looporder.log" 2>&1 || status=1
+  cat "$OUT/looporder.log"
 }
 
 do_example() {
@@ -139,8 +159,14 @@ do_example() {
 
 do_scaling() {
   echo "== scaling: bench/gpu_scaling.sh (needs two GPUs: $(nvidia-smi -L | wc -l) here)"
+  mkdir -p "$OUT/scaling"
+  command -v ompi_info > /dev/null && ompi_info --parsable --all 2>/dev/null | grep -E "mpi_built_with_cuda_support:value|ompi:version:full" | sed 's/^/   /'
+  # Both GPUs' load and memory every 5 s: shows that the 2-rank runs use both cards.
+  nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv -l 5 > "$OUT/scaling/nvidia-smi.csv" 2>&1 &
+  local smi=$!
   EDGEFRAME_PLUGIN="$build/src/lammps/edgeframeplugin.so" bench/gpu_scaling.sh "$OUT/scaling" ${SCALING_ARGS:-} \
     | tee "$OUT/scaling.md"
+  kill $smi 2>/dev/null
   grep -q "| failed" "$OUT/scaling.md" && status=1
 }
 
@@ -152,8 +178,9 @@ for step in "$@"; do
     gate) do_gate ;;
     profile) do_profile ;;
     example) do_example ;;
+    looporder) do_looporder ;;
     scaling) do_scaling ;;
-    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile example scaling)"; exit 2 ;;
+    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile example looporder scaling)"; exit 2 ;;
   esac
 done
 exit $status
