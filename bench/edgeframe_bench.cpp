@@ -7,7 +7,9 @@
 // LibTorch (GEMMs, activations, autograd bookkeeping).
 //
 //   edgeframe_bench [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32]
-//                   [--recompute [--edge-chunk N]]
+//                   [--recompute [--edge-chunk N]] [--forces-out PREFIX]
+// The step time is measured twice: without fences (what a run sees) and with a fence around each
+// kernel (the per-kernel split). --forces-out writes PREFIX.<shape>.<cells> (raw doubles [N, 3]).
 //
 // Case mode (tools/gate.py, the multi-scale gate of issue #7): one given model and structure,
 //   edgeframe_bench --case FILE --potential FILE.safetensors [--precision P] [--recompute] [--reps N]
@@ -183,6 +185,14 @@ std::map<std::string, Cost> kernel_costs(const ModelConfig& c, double E, double 
   return m;
 }
 
+// Forces as N*3 raw little-endian doubles (--forces-out), for comparing two runs.
+void write_forces(const std::string& path, const Result& res, int N) {
+  auto hf = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), res.forces);
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(hf.data()), sizeof(double) * std::size_t(N) * 3);
+  if (!out) throw std::runtime_error("cannot write forces to " + path);
+}
+
 // ---- case mode -------------------------------------------------------------------------------
 // Case file (little-endian): "EFCASE1\0", int64 N, int64 P, double x[N*3], int32 species[N],
 // int32 i[P], int32 j[P], double shift[P*3] (Cartesian, Angstrom): P directed edges i <- j.
@@ -293,11 +303,7 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
-  if (!forces_out.empty()) {
-    auto hf = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), res.forces);
-    std::ofstream out(forces_out, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(hf.data()), sizeof(double) * std::size_t(N) * 3);
-  }
+  if (!forces_out.empty()) write_forces(forces_out, res, N);
   std::string ts;
   for (double t : times) {
     if (!ts.empty()) ts += ',';
@@ -341,7 +347,7 @@ int main(int argc, char** argv) {
         p = q == std::string::npos ? list.size() : q + 1;
       }
     } else if (arg != "--kokkos-num-threads" && arg.rfind("--kokkos", 0) != 0) {
-      std::fprintf(stderr, "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32] [--recompute [--edge-chunk N]]\n"
+      std::fprintf(stderr, "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32] [--recompute [--edge-chunk N]] [--forces-out PREFIX]\n"
                            "       %s --case FILE --potential FILE [--precision P] [--recompute] [--reps N] [--warmup N] [--forces-out FILE]\n",
                    argv[0], argv[0]);
       return 2;
@@ -386,18 +392,26 @@ int main(int argc, char** argv) {
       const int E = graph.edges.n_edges;
       What what;
       what.virial = true;
-      ev.compute(graph, x, what);  // warm-up: workspace grows, torch allocator warms
+      Result res = ev.compute(graph, x, what);  // warm-up: workspace grows, torch allocator warms
+      // The step time without fences (what a run sees: kernels and torch ops overlap with the
+      // host's launches), then the same steps again with a fence around each kernel for the
+      // per-kernel split; the fenced step is longer by whatever overlap the fences remove.
+      auto t0 = Clock::now();
+      for (int r = 0; r < reps; ++r) res = ev.compute(graph, x, what);
+      const double unfenced = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
       g_times = KernelTimes{};
       g_times.on = true;
-      const auto t0 = Clock::now();
+      t0 = Clock::now();
       for (int r = 0; r < reps; ++r) ev.compute(graph, x, what);
       const double step = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
       g_times.on = false;
+      if (!forces_out.empty()) write_forces(forces_out + "." + shape + "." + std::to_string(nc), res, N);
       std::printf("\n%s (L=%d, mmax=%d, C=%d, T=%d, r_cut=%.1f)  diamond %d^3 cells: N=%d atoms, E=%d edges (%.1f per atom)\n",
                   shape.c_str(), pot.config.lmax, pot.config.mmax, pot.config.channels, pot.config.layers,
                   pot.config.r_cut, nc, N, E, double(E) / N);
-      std::printf("  step (energy+forces+virial): %.3f s = %.2f us/atom = %.3f us/edge; workspace %.1f MB\n", step,
-                  1e6 * step / N, 1e6 * step / E, ev.workspace_bytes() / 1e6);
+      std::printf("  step (energy+forces+virial): %.4f s = %.2f us/atom = %.3f us/edge; workspace %.1f MB\n", unfenced,
+                  1e6 * unfenced / N, 1e6 * unfenced / E, ev.workspace_bytes() / 1e6);
+      std::printf("  step with a fence around each kernel (the split below): %.4f s\n", step);
       const auto costs = kernel_costs(pot.config, E, N, real);
       double kernels = 0;
       std::printf("  %-46s %10s %7s %10s %9s %9s\n", "kernel", "ms/step", "share", "MB/step", "GB/s", "GFLOP/s");

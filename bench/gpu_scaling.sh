@@ -24,6 +24,9 @@ cd "$repo"
 run() {    # name ranks reps zreps fold
   local name=$1 np=$2 reps=$3 zreps=$4 fold=$5 log="$out/log.$1"
   local kk=(-k on g "$np"); [[ -n ${SCALING_ON_CPU:-} ]] && kk=(-k on t 1)    # CPU: a dry run of the script
+  # The host-data path (several ranks, or fold_images no) moves forces onto ghosts and needs
+  # newton on, which LAMMPS-KOKKOS on GPUs turns off by default (seen on the H200, 2026-11-30).
+  [[ $fold == no ]] && kk+=(-pk kokkos newton on neigh half)
   local cmd=(lmp "${kk[@]}" -sf kk -in bench/in.ghost_modes -log "$log" -screen none
              -var plugin "$plugin" -var reps "$reps" -var zreps "$zreps" -var steps "$steps" -var fold "$fold")
   [[ $np -gt 1 ]] && cmd=(mpirun --allow-run-as-root --oversubscribe -np "$np" "${cmd[@]}")

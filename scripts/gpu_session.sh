@@ -140,11 +140,11 @@ do_looporder() {
     for shape in L2 L3; do
       for order in rows lanes; do
         echo "-- $shape, EDGEFRAME_LOOP_ORDER=$order, fp32"
-        EDGEFRAME_LOOP_ORDER=$order "$bench" --shape "$shape" --cells 4 --reps 5 --precision fp32 | grep -E "step|edgeframe::(edge_frame_pack_backward|unrotate)|LibTorch|RESULT"
-        EDGEFRAME_LOOP_ORDER=$order "$bench" --shape "$shape" --cells 4 --reps 1 --warmup 1 --precision fp64 \
-          --forces-out "/tmp/forces-$order-$shape.bin" | grep RESULT | cut -c1-160
+        EDGEFRAME_LOOP_ORDER=$order "$bench" --shape "$shape" --cells 4 --reps 10 --precision fp32 | grep -E "step|edgeframe::(edge_frame_pack_backward|unrotate)|LibTorch"
+        EDGEFRAME_LOOP_ORDER=$order "$bench" --shape "$shape" --cells 4 --reps 1 --precision fp64 \
+          --forces-out "/tmp/forces-$order" | grep -E "^  step \("
       done
-      "$EDGEFRAME_PYTHON" -c "import numpy as np, sys; r, l = (np.fromfile(f'/tmp/forces-{o}-$shape.bin') for o in ('rows', 'lanes')); print('$shape fp64 forces, lanes vs rows: max |dF| %.3e of max |F| %.3e' % (abs(r - l).max(), abs(r).max()))"
+      "$EDGEFRAME_PYTHON" -c "import numpy as np, sys; r, l = (np.fromfile(f'/tmp/forces-{o}.$shape.4') for o in ('rows', 'lanes')); print('$shape fp64 forces, lanes vs rows: max |dF| %.3e of max |F| %.3e' % (abs(r - l).max(), abs(r).max()))"
     done
   } > "$OUT/looporder.log" 2>&1 || status=1
   cat "$OUT/looporder.log"

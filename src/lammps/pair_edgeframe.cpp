@@ -185,7 +185,10 @@ void PairEdgeframe::check_run_preconditions(bool need_newton)
   if (strcmp(update->unit_style, "metal") != 0)
     error->all(FLERR, "pair_style edgeframe requires 'units metal' (got units {})", update->unit_style);
   if (need_newton && force->newton_pair == 0)
-    error->all(FLERR, "pair_style edgeframe requires 'newton on' (newton pair is off)");
+    error->all(FLERR, "pair_style edgeframe requires 'newton on' (newton pair is off){}",
+               lmp->kokkos ? "; LAMMPS-KOKKOS on GPUs turns it off by default: add '-pk kokkos newton on neigh half' "
+                             "(edgeframe/kk needs it on several ranks and with fold_images no)"
+                           : "");
   if (atom->tag_enable == 0) error->all(FLERR, "pair_style edgeframe requires atom IDs");
   if (!m_potential) error->all(FLERR, "pair_style edgeframe: no pair_coeff given (pair_coeff * * <file> <elements>)");
 }

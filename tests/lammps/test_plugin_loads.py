@@ -69,6 +69,16 @@ def test_newton_off_is_refused_at_run(lammps):
     assert "requires 'newton on'" in run.output
 
 
+def test_newton_off_on_the_kokkos_host_data_path_names_the_package_option(lammps):
+    # LAMMPS-KOKKOS on GPUs defaults to newton off; edgeframe/kk's host-data path (here: with
+    # fold_images no) needs newton on, and the error says which command-line option sets it.
+    run = lammps(DIAMOND_BOX + f"pair_style edgeframe fold_images no\npair_coeff * * {GOLDEN_MODEL} C\nrun 0\n",
+                 args=(*KOKKOS_ARGS, "-pk", "kokkos", "newton", "off", "neigh", "full"))
+    assert run.returncode != 0
+    assert "requires 'newton on'" in run.output
+    assert "-pk kokkos newton on neigh half" in run.output
+
+
 def test_corrupt_potential_file_is_named(lammps, tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"\0" * 16)
     run = lammps(DIAMOND_BOX + "pair_style edgeframe\npair_coeff * * model.safetensors C\n")
