@@ -3,6 +3,7 @@
 #
 #   OUT=$OUT BUDGET=420 bash tools/train/gpu_production.sh        (from the repo root)
 #   OUT=/tmp/dry BUDGET=20 DEVICE=cpu bash tools/train/gpu_production.sh   (dry run, CPU)
+#   RUNS="C C-b64 Cu Cu-b64" ...   (variants, below; with two GPUs the runs alternate between them)
 #
 # C and Cu train AT THE SAME TIME, one process each (each is bound by Python's kernel-launch
 # rate, not by the GPU, so two share the card well), each with its own --time-budget; a run
@@ -49,14 +50,28 @@ declare -A ARGS=(
   [C]="--element C --name C-diamond --n-rbf 16 --time-budget $BUDGET_C"
   [Cu]="--element Cu --name Cu --time-budget $BUDGET_CU"
 )
+# Variants (after the common options, so they override them): larger batches. Each run is
+# bound by Python's launch rate, so a batch of 64 frames costs about as much time per step as
+# 16 and sees four times the data; the validation set picks between variants, never the test set.
+declare -A VARIANT=(
+  [C-b64]="C --batch 64 --lr 5e-3"
+  [Cu-b64]="Cu --batch 64 --lr 5e-3"
+)
 RUNS=${RUNS:-"C Cu"}
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU" || true)
 pids=()
+k=0
 for r in $RUNS; do
+  base=$r extra_args=""
+  if [[ -n ${VARIANT[$r]:-} ]]; then read -r base extra_args <<< "${VARIANT[$r]}"; fi
+  # Several GPUs: runs take them in turn (CUDA_VISIBLE_DEVICES), two or more per card otherwise.
+  gpu_env=(); [[ $DEVICE == cuda && ${ngpu:-0} -gt 1 ]] && gpu_env=(env CUDA_VISIBLE_DEVICES=$((k % ngpu)))
+  k=$((k + 1))
   # shellcheck disable=SC2086
-  timeout -s INT -k 25 "$HARD" "$PY" tools/train/train.py ${ARGS[$r]} "${wide[@]}" "${common[@]}" \
-      --out "$WORK/$r" $EXTRA > "$WORK/$r.log" 2>&1 &
+  "${gpu_env[@]}" timeout -s INT -k 25 "$HARD" "$PY" tools/train/train.py ${ARGS[$base]} "${wide[@]}" "${common[@]}" \
+      $extra_args --out "$WORK/$r" $EXTRA > "$WORK/$r.log" 2>&1 &
   pids+=($!)
-  echo "started $r (pid $!): train.py ${ARGS[$r]} ${wide[*]} ${common[*]} $EXTRA"
+  echo "started $r (pid $!, ${gpu_env[*]:-default GPU}): train.py ${ARGS[$base]} ${wide[*]} ${common[*]} $extra_args $EXTRA"
 done
 
 running() { for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
@@ -76,7 +91,12 @@ rcs=()
 for p in "${pids[@]}"; do wait "$p"; rcs+=($?); done
 echo "runs finished after $(( $(date +%s) - t0 )) s, exit codes ${rcs[*]}"
 
-for r in $RUNS; do cp "$WORK/$r"/*.safetensors "$OUT/" 2>/dev/null || echo "no potential from $r"; done
+for r in $RUNS; do    # variants' files get the run's name (same --name as their base)
+  f=$(ls "$WORK/$r"/*.safetensors 2>/dev/null | head -1)
+  if [[ -z $f ]]; then echo "no potential from $r"
+  elif [[ -n ${VARIANT[$r]:-} ]]; then cp "$f" "$OUT/$r.safetensors"
+  else cp "$f" "$OUT/"; fi
+done
 { echo "GPU training call, $(date -u +%FT%TZ), wall $(( $(date +%s) - t0 )) s, exit codes ${rcs[*]}"
   "$PY" tools/train/summarize_runs.py $(for r in $RUNS; do echo "$WORK/$r"; done) 2>&1
   for r in $RUNS; do
