@@ -167,6 +167,12 @@ do_scaling() {
   EDGEFRAME_PLUGIN="$build/src/lammps/edgeframeplugin.so" bench/gpu_scaling.sh "$OUT/scaling" ${SCALING_ARGS:-} \
     | tee "$OUT/scaling.md"
   kill $smi 2>/dev/null
+  local f
+  for f in "$OUT"/scaling/log.*[^t]; do    # the per-case time split (not the .stdout files)
+    echo "   ${f##*/log.}: $(grep -h "edgeframe timing detail" "$f" | sed 's/.*ranks): //')"
+  done
+  # One file for all the logs (the device tool brings back at most 8 files).
+  tar -C "$OUT" -cJf "$OUT/scaling-logs.tar.xz" scaling && rm -rf "$OUT/scaling"
   grep -q "| failed" "$OUT/scaling.md" && status=1
 }
 

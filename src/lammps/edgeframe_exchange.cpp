@@ -21,54 +21,39 @@ namespace {
 using EngineMem = Kokkos::DefaultExecutionSpace::memory_space;
 constexpr bool kEngineMemoryIsHost = Kokkos::SpaceAccessibility<Kokkos::HostSpace, EngineMem>::accessible;
 
-template <class T>
-void to_stage(const T *row, double *stage, int width)
+// Node rows [begin, end) into their atoms' stage rows, byte for byte (stage rows are
+// stage_words doubles per LAMMPS atom and hold the row's bytes: a float row travels as floats,
+// two per double, so no conversion and half the bytes of widening it).
+void rows_to_stage(const char *rows, std::size_t row_bytes, const NodeMap &nodes, int begin, int end, double *stage,
+                   int stage_words)
 {
-  for (int c = 0; c < width; c++) stage[c] = static_cast<double>(row[c]);
-}
-
-// Values that came through the stage from float rows are floats widened exactly, except sums of
-// several ghosts' gradients (reverse), which round once here.
-template <class T>
-void from_stage(const double *stage, T *row, int width)
-{
-  for (int c = 0; c < width; c++) row[c] = static_cast<T>(stage[c]);
-}
-
-// Node rows [begin, end) into their atoms' stage rows (stage is [nall, width], per LAMMPS atom).
-void rows_to_stage(const edgeframe::NodeRows &r, const char *rows, const NodeMap &nodes, int begin, int end,
-                   double *stage, int width)
-{
-  const std::size_t row_bytes = std::size_t(r.width) * r.element_size();
-  for (int k = begin; k < end; k++) {
-    double *out = stage + std::size_t(nodes.atom_of_node[k]) * width;
-    if (r.type == edgeframe::RowType::f64)
-      to_stage(reinterpret_cast<const double *>(rows + k * row_bytes), out, width);
-    else
-      to_stage(reinterpret_cast<const float *>(rows + k * row_bytes), out, width);
-  }
+  for (int k = begin; k < end; k++)
+    std::memcpy(stage + std::size_t(nodes.atom_of_node[k]) * stage_words, rows + k * row_bytes, row_bytes);
 }
 
 // Their atoms' stage rows back into node rows [begin, end).
-void stage_to_rows(const double *stage, const NodeMap &nodes, int begin, int end, const edgeframe::NodeRows &r,
-                   char *rows, int width)
+void stage_to_rows(const double *stage, int stage_words, const NodeMap &nodes, int begin, int end, char *rows,
+                   std::size_t row_bytes)
 {
-  const std::size_t row_bytes = std::size_t(r.width) * r.element_size();
-  for (int k = begin; k < end; k++) {
-    const double *in = stage + std::size_t(nodes.atom_of_node[k]) * width;
-    if (r.type == edgeframe::RowType::f64)
-      from_stage(in, reinterpret_cast<double *>(rows + k * row_bytes), width);
-    else
-      from_stage(in, reinterpret_cast<float *>(rows + k * row_bytes), width);
-  }
+  for (int k = begin; k < end; k++)
+    std::memcpy(rows + k * row_bytes, stage + std::size_t(nodes.atom_of_node[k]) * stage_words, row_bytes);
 }
 
-void check_rows(const edgeframe::NodeRows &r, int n_nodes, int width, const char *what)
+// in[0..n) added onto out[0..n), both the rows' element type stored in doubles' bytes.
+template <class T>
+void add_row(const double *in, double *out, int n)
 {
-  if (r.rows != n_nodes || (n_nodes > 0 && r.width != width))
+  const T *a = reinterpret_cast<const T *>(in);
+  T *b = reinterpret_cast<T *>(out);
+  for (int c = 0; c < n; c++) b[c] += a[c];
+}
+
+void check_rows(const edgeframe::NodeRows &r, int n_nodes, int width, edgeframe::RowType type, const char *what)
+{
+  if (r.rows != n_nodes || (n_nodes > 0 && (r.width != width || r.type != type)))
     throw std::runtime_error("edgeframe exchange: " + std::to_string(r.rows) + " x " + std::to_string(r.width) + " " +
                              what + " rows for " + std::to_string(n_nodes) + " nodes of width " +
-                             std::to_string(width));
+                             std::to_string(width) + (r.type != type ? " (and another element type)" : ""));
 }
 
 }    // namespace
@@ -112,40 +97,57 @@ void FeatureExchange::rows_to_engine(const edgeframe::NodeRows &r, const char *h
       Kokkos::subview(Kokkos::View<const char *, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(host, all), range));
 }
 
-void FeatureExchange::bind(const NodeMap *nodes, int nall, int width)
+int FeatureExchange::stage_words(int width, edgeframe::RowType type)
+{
+  edgeframe::NodeRows r;
+  r.type = type;
+  return int((std::size_t(width) * r.element_size() + sizeof(double) - 1) / sizeof(double));
+}
+
+void FeatureExchange::bind(const NodeMap *nodes, int nall, int width, edgeframe::RowType type)
 {
   m_nodes = nodes;
   m_nall = nall;
   m_width = width;
-  m_stage.resize(std::size_t(nall) * width);
+  m_type = type;
+  m_words = stage_words(width, type);
+  m_stage.resize(std::size_t(nall) * m_words);
+  // Atoms that are no node (NULL types, pruned ghosts, every atom of a rank without nodes) still
+  // relay reverse communication: their stage rows must add nothing.
+  m_non_nodes.clear();
+  const int mapped = nodes ? std::min<int>(nall, int(nodes->node_of_atom.size())) : 0;
+  for (int a = 0; a < nall; a++)
+    if (a >= mapped || nodes->node_of_atom[a] < 0) m_non_nodes.push_back(a);
 }
 
 void FeatureExchange::forward(const edgeframe::NodeRows &h)
 {
   const int n_nodes = m_nodes ? m_nodes->n_nodes() : 0;
-  check_rows(h, n_nodes, m_width, "feature");
+  check_rows(h, n_nodes, m_width, m_type, "feature");
   ++m_calls;
-  std::fill(m_stage.begin(), m_stage.end(), 0.0);
+  // No clearing: the swaps read owned atoms' rows (written here) and ghosts received by earlier
+  // swaps (written by unpack_forward); every ghost row is overwritten by its swap.
   const int n_local = m_nodes ? m_nodes->n_local : 0;
+  const std::size_t row_bytes = std::size_t(m_width) * h.element_size();
   char *rows = n_nodes ? rows_to_host(h, 0, n_local) : nullptr;    // only the owned rows are read
-  if (n_nodes) rows_to_stage(h, rows, *m_nodes, 0, n_local, m_stage.data(), m_width);      // owners out
+  if (n_nodes) rows_to_stage(rows, row_bytes, *m_nodes, 0, n_local, m_stage.data(), m_words);      // owners out
   m_comm->forward_comm(m_pair);
-  if (n_nodes) stage_to_rows(m_stage.data(), *m_nodes, n_local, n_nodes, h, rows, m_width);  // ghosts in
+  if (n_nodes) stage_to_rows(m_stage.data(), m_words, *m_nodes, n_local, n_nodes, rows, row_bytes);  // ghosts in
   if (n_nodes) rows_to_engine(h, rows, n_local, n_nodes);    // only the ghost rows changed
 }
 
 void FeatureExchange::reverse(const edgeframe::NodeRows &grad)
 {
   const int n_nodes = m_nodes ? m_nodes->n_nodes() : 0;
-  check_rows(grad, n_nodes, m_width, "gradient");
+  check_rows(grad, n_nodes, m_width, m_type, "gradient");
   ++m_calls;
-  std::fill(m_stage.begin(), m_stage.end(), 0.0);
   char *rows = n_nodes ? rows_to_host(grad, 0, n_nodes) : nullptr;
-  const std::size_t row_bytes = std::size_t(grad.width) * grad.element_size();
+  const std::size_t row_bytes = std::size_t(m_width) * grad.element_size();
   const int n_local = m_nodes ? m_nodes->n_local : 0;
-  if (n_nodes) rows_to_stage(grad, rows, *m_nodes, 0, n_nodes, m_stage.data(), m_width);   // every row out
+  if (n_nodes) rows_to_stage(rows, row_bytes, *m_nodes, 0, n_nodes, m_stage.data(), m_words);   // every row out
+  for (int a : m_non_nodes) std::memset(m_stage.data() + std::size_t(a) * m_words, 0, m_words * sizeof(double));
   m_comm->reverse_comm(m_pair);
-  if (n_nodes) stage_to_rows(m_stage.data(), *m_nodes, 0, n_local, grad, rows, m_width);  // owners' sums in
+  if (n_nodes) stage_to_rows(m_stage.data(), m_words, *m_nodes, 0, n_local, rows, row_bytes);  // owners' sums in
   if (n_nodes > n_local) std::memset(rows + n_local * row_bytes, 0, (n_nodes - n_local) * row_bytes);
   if (n_nodes) rows_to_engine(grad, rows, 0, n_nodes);
 }
@@ -153,27 +155,28 @@ void FeatureExchange::reverse(const edgeframe::NodeRows &grad)
 int FeatureExchange::pack_forward(int n, const int *list, double *buf) const
 {
   for (int q = 0; q < n; q++)
-    std::memcpy(buf + std::size_t(q) * m_width, m_stage.data() + std::size_t(list[q]) * m_width,
-                m_width * sizeof(double));
-  return n * m_width;
+    std::memcpy(buf + std::size_t(q) * m_words, m_stage.data() + std::size_t(list[q]) * m_words,
+                m_words * sizeof(double));
+  return n * m_words;
 }
 
 void FeatureExchange::unpack_forward(int n, int first, const double *buf)
 {
-  std::memcpy(m_stage.data() + std::size_t(first) * m_width, buf, std::size_t(n) * m_width * sizeof(double));
+  std::memcpy(m_stage.data() + std::size_t(first) * m_words, buf, std::size_t(n) * m_words * sizeof(double));
 }
 
 int FeatureExchange::pack_reverse(int n, int first, double *buf) const
 {
-  std::memcpy(buf, m_stage.data() + std::size_t(first) * m_width, std::size_t(n) * m_width * sizeof(double));
-  return n * m_width;
+  std::memcpy(buf, m_stage.data() + std::size_t(first) * m_words, std::size_t(n) * m_words * sizeof(double));
+  return n * m_words;
 }
 
 void FeatureExchange::unpack_reverse(int n, const int *list, const double *buf)
 {
   for (int q = 0; q < n; q++) {
-    double *stage = m_stage.data() + std::size_t(list[q]) * m_width;
-    const double *in = buf + std::size_t(q) * m_width;
-    for (int c = 0; c < m_width; c++) stage[c] += in[c];
+    double *stage = m_stage.data() + std::size_t(list[q]) * m_words;
+    const double *in = buf + std::size_t(q) * m_words;
+    if (m_type == edgeframe::RowType::f64) add_row<double>(in, stage, m_width);
+    else add_row<float>(in, stage, m_width);
   }
 }

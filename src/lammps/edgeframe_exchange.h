@@ -3,8 +3,9 @@
    reverse communication (issue #8), for the engine's NodeExchange hook
    (src/engine/exchange.hpp).
 
-   Features are staged per LAMMPS atom (owned and ghost, [nall, width] in
-   double, so float features travel exactly), because LAMMPS' swaps address
+   Features are staged per LAMMPS atom (owned and ghost, [nall, words]:
+   each row's bytes in stage_words() doubles, so float rows travel as
+   floats, two per double, unconverted), because LAMMPS' swaps address
    atoms, not engine nodes: a swap may send ghosts that an earlier swap
    received (multi-hop ghosts, subdomains thinner than the cutoff) and a swap
    to this same rank makes periodic images. Forward: owned node rows ->
@@ -40,14 +41,18 @@ namespace edgeframe_glue {
     FeatureExchange(Comm *comm, Pair *pair);
     ~FeatureExchange() override;
 
+    // Doubles per atom and exchange for rows of width values of this type (the pair's
+    // comm_forward / comm_reverse): width for f64, width / 2 rounded up for f32.
+    static int stage_words(int width, edgeframe::RowType type);
+
     // Before each force call: this step's nodes (nullptr on a rank without nodes), the LAMMPS
-    // atom count nlocal + nghost, and the row width D * C (the pair's comm_forward/comm_reverse).
-    void bind(const NodeMap *nodes, int nall, int width);
+    // atom count nlocal + nghost, the row width D * C and the rows' element type.
+    void bind(const NodeMap *nodes, int nall, int width, edgeframe::RowType type);
 
     void forward(const edgeframe::NodeRows &h) override;
     void reverse(const edgeframe::NodeRows &grad) override;
 
-    // Pair::pack_forward_comm & co. (doubles per atom: width).
+    // Pair::pack_forward_comm & co. (doubles per atom: stage_words(width, type)).
     int pack_forward(int n, const int *list, double *buf) const;
     void unpack_forward(int n, int first, const double *buf);
     int pack_reverse(int n, int first, double *buf) const;
@@ -67,9 +72,11 @@ namespace edgeframe_glue {
     Comm *m_comm;
     Pair *m_pair;
     const NodeMap *m_nodes = nullptr;
-    int m_nall = 0, m_width = 0;
+    int m_nall = 0, m_width = 0, m_words = 0;
+    edgeframe::RowType m_type = edgeframe::RowType::f64;
     long m_calls = 0;
-    std::vector<double> m_stage;    // [nall, width] per LAMMPS atom
+    std::vector<double> m_stage;        // [nall, words] per LAMMPS atom: the rows' bytes
+    std::vector<int> m_non_nodes;       // atoms that are no node: zero rows in reverse()
     bool m_staged = false;                  // see staged()
     std::unique_ptr<PinnedRows> m_pinned;   // staged path: host copy of the node rows
   };

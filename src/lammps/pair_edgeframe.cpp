@@ -240,10 +240,13 @@ void PairEdgeframe::init_style()
   neighbor->add_request(this, shell_mode ? (NeighConst::REQ_FULL | NeighConst::REQ_GHOST) : NeighConst::REQ_FULL);
 
   const auto &cfg = m_potential->config;
-  // Exchange mode: the features of one atom, D * C values, travel as doubles (float features
-  // widen exactly); LAMMPS sizes its buffers from comm_forward / comm_reverse in comm->init.
+  // Exchange mode: the features of one atom, D * C values in the compute dtype, travel as their
+  // bytes in LAMMPS' double buffers (fp32: two per double); LAMMPS sizes its buffers from
+  // comm_forward / comm_reverse in comm->init.
   m_exchange_width = cfg.num_coeffs() * cfg.channels;
-  comm_forward = comm_reverse = m_exchange ? m_exchange_width : 0;
+  m_exchange_type = m_precision == "fp64" ? edgeframe::RowType::f64 : edgeframe::RowType::f32;
+  comm_forward = comm_reverse =
+      m_exchange ? edgeframe_glue::FeatureExchange::stage_words(m_exchange_width, m_exchange_type) : 0;
   // Under pair_style hybrid, comm->init sizes the buffers from the hybrid style's sizes, which
   // it took from its sub-styles at pair_style time, before pair_coeff named our potential.
   if (force->pair != this) {
@@ -268,8 +271,9 @@ void PairEdgeframe::init_style()
   if (m_exchange && comm->me == 0)
     utils::logmesg(lmp,
                    "edgeframe: ghost mode exchange: ghost cutoff r_cut + skin = {:.4g} A; {} features per atom "
-                   "forward-communicated before layers 2..{} and reverse-communicated in the backward pass{}\n",
-                   cfg.r_cut + neighbor->skin, m_exchange_width, cfg.layers,
+                   "({} doubles in LAMMPS' buffers) forward-communicated before layers 2..{} and "
+                   "reverse-communicated in the backward pass{}\n",
+                   cfg.r_cut + neighbor->skin, m_exchange_width, comm_forward, cfg.layers,
                    m_feature_exchange->staged() ? " (node rows staged through pinned host memory)" : "");
 }
 
@@ -432,7 +436,7 @@ void PairEdgeframe::compute(int eflag, int vflag)
   double t0 = platform::walltime();
   if (m_need_node_map || neighbor->ago == 0) rebuild_graph();
   m_sum_ghosts += atom->nghost;
-  if (m_exchange) m_feature_exchange->bind(&m_nodes, atom->nlocal + atom->nghost, m_exchange_width);
+  if (m_exchange) m_feature_exchange->bind(&m_nodes, atom->nlocal + atom->nghost, m_exchange_width, m_exchange_type);
   // A rank that owns no mapped atom has no energy and so exerts no force: nothing to compute
   // (ranks of an open box beyond the atoms, or every owned type NULL under hybrid). In
   // exchange mode it still takes part in every communication: its ghosts may be relays.

@@ -71,6 +71,7 @@ class PairEdgeframe : public Pair {
   struct EdgeframeBuffers *m_buffers;  // engine-side positions and species (pair_edgeframe.cpp)
   std::unique_ptr<edgeframe_glue::FeatureExchange> m_feature_exchange;    // exchange mode
   int m_exchange_width = 0;           // D * C values per atom and exchange
+  edgeframe::RowType m_exchange_type = edgeframe::RowType::f32;    // their element type (precision)
 
   double m_time_graph = 0.0, m_time_engine = 0.0, m_time_copy = 0.0;    // seconds, this rank
   bigint m_calls = 0;

@@ -59,7 +59,8 @@ def test_exchange_matches_reference_and_shell(lammps, tmp_path, small_model, nam
 
 
 def test_exchange_fp32_matches_reference(lammps, tmp_path, small_model):
-    # Float features travel as doubles (exact) and float gradients are summed in double.
+    # Float features travel as their bytes, two per slot of LAMMPS' double buffers, and float
+    # gradients are summed onto their owners in float: 4 ranks, so most rows cross a rank.
     model, path = small_model
     atoms, boundary = structure("diamond64")
     write_q = write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
