@@ -22,6 +22,9 @@
 # looporder: the two loop orders of the backward kernels (EDGEFRAME_LOOP_ORDER=rows|lanes,
 #        doc/engine.md "Loop orders") side by side: per-kernel split of L2 and L3 at 512 atoms in
 #        fp32, and the fp64 forces of both orders compared, into $OUT/looporder.log.
+# precision: the shipped carbon potential on the 4096-atom box in fp64, fp32 and tf32 (forces of
+#        one configuration compared with fp64; bench/in.forces_dump), then NVE in fp32 and tf32
+#        (examples/gpu, PRECISION_STEPS steps), into $OUT/precision.log.
 # scaling: bench/gpu_scaling.sh (1 vs 2 GPUs, issue #8; SCALING_ARGS) into $OUT/scaling.
 # Logs go to $OUT/*.log. The machine has no network: everything comes from .device/.
 set -uo pipefail
@@ -150,6 +153,35 @@ do_looporder() {
   cat "$OUT/looporder.log"
 }
 
+do_precision() {
+  echo "== precision: shipped C potential, 4096 atoms, fp64 / fp32 / tf32 (-k on g 1 -sf kk)"
+  local p plugin=$build/src/lammps/edgeframeplugin.so
+  {
+    for p in fp64 fp32 tf32; do
+      lmp -k on g 1 -sf kk -in bench/in.forces_dump -var plugin "$plugin" -var precision "$p" \
+        -var dump "/tmp/forces-$p.dump" -log none -screen "/tmp/precision-$p.log" || echo "$p: lmp failed"
+      echo "$p: $(grep -A1 -E '^ +Step' "/tmp/precision-$p.log" | tail -1)"
+    done
+    "$EDGEFRAME_PYTHON" - << 'PYEOF'
+import numpy as np
+def forces(p):
+    return np.loadtxt(f"/tmp/forces-{p}.dump", skiprows=9)[:, 1:4]
+ref = forces("fp64")
+for p in ("fp32", "tf32"):
+    d = np.abs(forces(p) - ref)
+    print(f"{p} vs fp64: max |dF| {d.max():.3e} eV/A = {d.max() / np.abs(ref).max():.2e} of max |F| {np.abs(ref).max():.3f}; "
+          f"r.m.s. dF {np.sqrt((d ** 2).mean()):.3e} eV/A")
+PYEOF
+    for p in fp32 tf32; do
+      lmp -k on g 1 -sf kk -in examples/gpu/in.diamond-gpu -var plugin "$plugin" -var precision "$p" \
+        -var steps "${PRECISION_STEPS:-400}" -log "/tmp/nve-$p.log" -screen none || echo "$p NVE: lmp failed"
+      echo "-- NVE $p (thermo: step temp pe etotal press)"
+      sed -n '/^ *Step/,/^Loop time/p' "/tmp/nve-$p.log"
+    done
+  } > "$OUT/precision.log" 2>&1 || status=1
+  cat "$OUT/precision.log"
+}
+
 do_example() {
   echo "== example: examples/gpu/in.diamond-gpu (-k on g 1 -sf kk)"
   lmp -k on g 1 -sf kk -in examples/gpu/in.diamond-gpu -var plugin "$build/src/lammps/edgeframeplugin.so" \
@@ -185,8 +217,9 @@ for step in "$@"; do
     profile) do_profile ;;
     example) do_example ;;
     looporder) do_looporder ;;
+    precision) do_precision ;;
     scaling) do_scaling ;;
-    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile example looporder scaling)"; exit 2 ;;
+    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile example looporder precision scaling)"; exit 2 ;;
   esac
 done
 exit $status
