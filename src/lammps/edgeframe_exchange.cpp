@@ -18,8 +18,11 @@ using namespace LAMMPS_NS::edgeframe_glue;
 
 namespace {
 
-using EngineMem = Kokkos::DefaultExecutionSpace::memory_space;
+using EngineExec = Kokkos::DefaultExecutionSpace;
+using EngineMem = EngineExec::memory_space;
 constexpr bool kEngineMemoryIsHost = Kokkos::SpaceAccessibility<Kokkos::HostSpace, EngineMem>::accessible;
+
+// ---- host-memory path: node rows and stage both in host memory --------------------------------
 
 // Node rows [begin, end) into their atoms' stage rows, byte for byte (stage rows are
 // stage_words doubles per LAMMPS atom and hold the row's bytes: a float row travels as floats,
@@ -56,46 +59,94 @@ void check_rows(const edgeframe::NodeRows &r, int n_nodes, int width, edgeframe:
                              std::to_string(width) + (r.type != type ? " (and another element type)" : ""));
 }
 
+// ---- staged path: node rows in the engine's (device) memory -----------------------------------
+// The reordering between engine nodes and LAMMPS atoms runs on the device, into a device copy of
+// the stage; only the stage's owned or ghost block crosses the bus, as one contiguous copy.
+
+template <class T>
+using DevRows = Kokkos::View<T **, Kokkos::LayoutRight, EngineMem, Kokkos::MemoryUnmanaged>;
+
+// Rows of T viewed over a stage of `words` doubles per atom (the row's bytes, then padding).
+template <class T>
+DevRows<T> stage_rows(double *stage, int n_atoms, int words)
+{
+  return DevRows<T>(reinterpret_cast<T *>(stage), n_atoms, words * sizeof(double) / sizeof(T));
+}
+
+// stage[atom_of_node[k]] := rows[k] for k in [begin, end).
+template <class T>
+void gather_to_atoms(const DevRows<T> &rows, const Kokkos::View<const int *, EngineMem> &atom_of_node, int begin,
+                     int end, const DevRows<T> &stage, int width)
+{
+  if (end <= begin) return;
+  Kokkos::parallel_for(
+      "edgeframe::exchange_rows_to_atoms", Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({begin, 0}, {end, width}),
+      KOKKOS_LAMBDA(const int k, const int c) { stage(atom_of_node(k), c) = rows(k, c); });
+}
+
+// rows[k] := stage[atom_of_node[k]] (add: +=) for k in [begin, end).
+template <class T>
+void scatter_to_nodes(const DevRows<T> &stage, const Kokkos::View<const int *, EngineMem> &atom_of_node, int begin,
+                      int end, const DevRows<T> &rows, int width, bool add)
+{
+  if (end <= begin) return;
+  Kokkos::parallel_for(
+      "edgeframe::exchange_atoms_to_rows", Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({begin, 0}, {end, width}),
+      KOKKOS_LAMBDA(const int k, const int c) {
+        const T v = stage(atom_of_node(k), c);
+        rows(k, c) = add ? T(rows(k, c) + v) : v;
+      });
+}
+
+// Ghost atoms' stage rows for the reverse exchange: their node's gradient row, zero for atoms
+// that are no node (they only relay).
+template <class T>
+void ghost_gradients_to_atoms(const DevRows<T> &rows, const Kokkos::View<const int *, EngineMem> &node_of_atom,
+                              int nlocal, int nall, const DevRows<T> &stage, int width)
+{
+  if (nall <= nlocal) return;
+  Kokkos::parallel_for(
+      "edgeframe::exchange_ghost_gradients", Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({nlocal, 0}, {nall, width}),
+      KOKKOS_LAMBDA(const int a, const int c) {
+        const int k = node_of_atom(a);
+        stage(a, c) = k >= 0 ? rows(k, c) : T(0);
+      });
+}
+
+template <class T>
+void zero_rows(const DevRows<T> &rows, int begin, int end, int width)
+{
+  if (end <= begin) return;
+  Kokkos::parallel_for(
+      "edgeframe::exchange_zero_ghost_rows", Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({begin, 0}, {end, width}),
+      KOKKOS_LAMBDA(const int k, const int c) { rows(k, c) = T(0); });
+}
+
+// Doubles [begin, end) of one stage into the other (one contiguous copy across the bus).
+template <class Dst, class Src>
+void copy_words(const Dst &dst, const Src &src, std::size_t begin, std::size_t end)
+{
+  if (end <= begin) return;
+  const auto range = std::make_pair(begin, end);
+  Kokkos::deep_copy(Kokkos::subview(dst, range), Kokkos::subview(src, range));
+}
+
 }    // namespace
 
-struct FeatureExchange::PinnedRows {
-  Kokkos::View<char *, Kokkos::SharedHostPinnedSpace> bytes;    // grown on demand, never shrunk
+struct FeatureExchange::Staged {
+  Kokkos::View<double *, Kokkos::SharedHostPinnedSpace> host;    // [nall * words]: what LAMMPS packs
+  Kokkos::View<double *, EngineMem> device;                      // [nall * words]: its device twin
+  Kokkos::View<int *, EngineMem> atom_of_node, node_of_atom;     // NodeMap's, uploaded in bind()
 };
 
 FeatureExchange::FeatureExchange(Comm *comm, Pair *pair) :
-    m_comm(comm), m_pair(pair), m_pinned(std::make_unique<PinnedRows>())
+    m_comm(comm), m_pair(pair), m_dev(std::make_unique<Staged>())
 {
   const char *force = std::getenv("EDGEFRAME_STAGE_EXCHANGE");
   m_staged = !kEngineMemoryIsHost || (force != nullptr && std::strcmp(force, "1") == 0);
 }
 
 FeatureExchange::~FeatureExchange() = default;
-
-char *FeatureExchange::rows_to_host(const edgeframe::NodeRows &r, int begin, int end)
-{
-  if (!m_staged) return static_cast<char *>(r.data);
-  const std::size_t row_bytes = std::size_t(r.width) * r.element_size(), all = std::size_t(r.rows) * row_bytes;
-  if (m_pinned->bytes.extent(0) < all)
-    m_pinned->bytes = Kokkos::View<char *, Kokkos::SharedHostPinnedSpace>(
-        Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::exchange pinned rows"), all);
-  if (end > begin) {
-    const auto range = std::make_pair(begin * row_bytes, end * row_bytes);
-    Kokkos::deep_copy(Kokkos::subview(m_pinned->bytes, range),
-                      Kokkos::subview(Kokkos::View<const char *, EngineMem, Kokkos::MemoryUnmanaged>(
-                                          static_cast<const char *>(r.data), all), range));
-  }
-  return m_pinned->bytes.data();
-}
-
-void FeatureExchange::rows_to_engine(const edgeframe::NodeRows &r, const char *host, int begin, int end)
-{
-  if (!m_staged || end <= begin) return;
-  const std::size_t row_bytes = std::size_t(r.width) * r.element_size(), all = std::size_t(r.rows) * row_bytes;
-  const auto range = std::make_pair(begin * row_bytes, end * row_bytes);
-  Kokkos::deep_copy(
-      Kokkos::subview(Kokkos::View<char *, EngineMem, Kokkos::MemoryUnmanaged>(static_cast<char *>(r.data), all), range),
-      Kokkos::subview(Kokkos::View<const char *, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(host, all), range));
-}
 
 int FeatureExchange::stage_words(int width, edgeframe::RowType type)
 {
@@ -104,18 +155,47 @@ int FeatureExchange::stage_words(int width, edgeframe::RowType type)
   return int((std::size_t(width) * r.element_size() + sizeof(double) - 1) / sizeof(double));
 }
 
-void FeatureExchange::bind(const NodeMap *nodes, int nall, int width, edgeframe::RowType type)
+double *FeatureExchange::stage() const
+{
+  return m_staged ? m_dev->host.data() : const_cast<double *>(m_stage.data());
+}
+
+void FeatureExchange::bind(const NodeMap *nodes, int nlocal, int nall, int width, edgeframe::RowType type)
 {
   m_nodes = nodes;
+  m_nlocal = nlocal;
   m_nall = nall;
   m_width = width;
   m_type = type;
   m_words = stage_words(width, type);
+  const int n_nodes = nodes ? nodes->n_nodes() : 0;
+  const int mapped = nodes ? std::min<int>(nall, int(nodes->node_of_atom.size())) : 0;
+  if (m_staged) {
+    Staged &s = *m_dev;
+    const std::size_t words = std::size_t(nall) * m_words;
+    if (s.host.extent(0) < words) {    // grown on demand, never shrunk
+      s.host = decltype(s.host)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::exchange stage (pinned)"), words);
+      s.device = decltype(s.device)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::exchange stage"), words);
+    }
+    if (int(s.atom_of_node.extent(0)) < n_nodes)
+      s.atom_of_node = decltype(s.atom_of_node)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::exchange atom_of_node"), n_nodes);
+    if (int(s.node_of_atom.extent(0)) < nall)
+      s.node_of_atom = decltype(s.node_of_atom)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::exchange node_of_atom"), nall);
+    if (n_nodes)
+      Kokkos::deep_copy(Kokkos::subview(s.atom_of_node, std::make_pair(0, n_nodes)),
+                        Kokkos::View<const int *, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(nodes->atom_of_node.data(), n_nodes));
+    // node_of_atom for the ghosts' reverse rows: -1 beyond what the map covers.
+    m_node_of_atom.assign(nall, -1);
+    if (mapped) std::copy_n(nodes->node_of_atom.begin(), mapped, m_node_of_atom.begin());
+    if (nall)
+      Kokkos::deep_copy(Kokkos::subview(s.node_of_atom, std::make_pair(0, nall)),
+                        Kokkos::View<const int *, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(m_node_of_atom.data(), nall));
+    return;
+  }
   m_stage.resize(std::size_t(nall) * m_words);
   // Atoms that are no node (NULL types, pruned ghosts, every atom of a rank without nodes) still
   // relay reverse communication: their stage rows must add nothing.
   m_non_nodes.clear();
-  const int mapped = nodes ? std::min<int>(nall, int(nodes->node_of_atom.size())) : 0;
   for (int a = 0; a < nall; a++)
     if (a >= mapped || nodes->node_of_atom[a] < 0) m_non_nodes.push_back(a);
 }
@@ -128,12 +208,16 @@ void FeatureExchange::forward(const edgeframe::NodeRows &h)
   // No clearing: the swaps read owned atoms' rows (written here) and ghosts received by earlier
   // swaps (written by unpack_forward); every ghost row is overwritten by its swap.
   const int n_local = m_nodes ? m_nodes->n_local : 0;
+  if (m_staged) {
+    if (m_type == edgeframe::RowType::f64) staged_forward<double>(h, n_local, n_nodes);
+    else staged_forward<float>(h, n_local, n_nodes);
+    return;
+  }
   const std::size_t row_bytes = std::size_t(m_width) * h.element_size();
-  char *rows = n_nodes ? rows_to_host(h, 0, n_local) : nullptr;    // only the owned rows are read
+  char *rows = static_cast<char *>(h.data);
   if (n_nodes) rows_to_stage(rows, row_bytes, *m_nodes, 0, n_local, m_stage.data(), m_words);      // owners out
   m_comm->forward_comm(m_pair);
   if (n_nodes) stage_to_rows(m_stage.data(), m_words, *m_nodes, n_local, n_nodes, rows, row_bytes);  // ghosts in
-  if (n_nodes) rows_to_engine(h, rows, n_local, n_nodes);    // only the ghost rows changed
 }
 
 void FeatureExchange::reverse(const edgeframe::NodeRows &grad)
@@ -141,42 +225,85 @@ void FeatureExchange::reverse(const edgeframe::NodeRows &grad)
   const int n_nodes = m_nodes ? m_nodes->n_nodes() : 0;
   check_rows(grad, n_nodes, m_width, m_type, "gradient");
   ++m_calls;
-  char *rows = n_nodes ? rows_to_host(grad, 0, n_nodes) : nullptr;
-  const std::size_t row_bytes = std::size_t(m_width) * grad.element_size();
   const int n_local = m_nodes ? m_nodes->n_local : 0;
+  if (m_staged) {
+    if (m_type == edgeframe::RowType::f64) staged_reverse<double>(grad, n_local, n_nodes);
+    else staged_reverse<float>(grad, n_local, n_nodes);
+    return;
+  }
+  const std::size_t row_bytes = std::size_t(m_width) * grad.element_size();
+  char *rows = static_cast<char *>(grad.data);
   if (n_nodes) rows_to_stage(rows, row_bytes, *m_nodes, 0, n_nodes, m_stage.data(), m_words);   // every row out
   for (int a : m_non_nodes) std::memset(m_stage.data() + std::size_t(a) * m_words, 0, m_words * sizeof(double));
   m_comm->reverse_comm(m_pair);
   if (n_nodes) stage_to_rows(m_stage.data(), m_words, *m_nodes, 0, n_local, rows, row_bytes);  // owners' sums in
   if (n_nodes > n_local) std::memset(rows + n_local * row_bytes, 0, (n_nodes - n_local) * row_bytes);
-  if (n_nodes) rows_to_engine(grad, rows, 0, n_nodes);
+}
+
+// Staged forward: owned node rows -> device stage (reordered on the device) -> the stage's owned
+// block up -> LAMMPS' swaps on the pinned stage -> its ghost block down -> ghost node rows.
+template <class T>
+void FeatureExchange::staged_forward(const edgeframe::NodeRows &h, int n_local, int n_nodes)
+{
+  Staged &s = *m_dev;
+  const auto dev = stage_rows<T>(s.device.data(), m_nall, m_words);
+  const DevRows<T> rows(static_cast<T *>(h.data), n_nodes, m_width);
+  const std::size_t owned = std::size_t(m_nlocal) * m_words, all = std::size_t(m_nall) * m_words;
+  gather_to_atoms<T>(rows, s.atom_of_node, 0, n_local, dev, m_width);
+  copy_words(s.host, s.device, 0, owned);    // deep_copy fences: the gather is done
+  m_comm->forward_comm(m_pair);
+  copy_words(s.device, s.host, owned, all);
+  scatter_to_nodes<T>(dev, s.atom_of_node, n_local, n_nodes, rows, m_width, false);
+  EngineExec().fence("edgeframe::exchange forward");    // the engine reads the rows on its own stream
+}
+
+// Staged reverse: ghost node rows (zero for relay-only atoms) -> device stage -> its ghost block
+// up; the owned block of the pinned stage starts at zero -> LAMMPS' reverse swaps add the ghosts'
+// rows onto their owners there -> the owned block down -> added onto the owned node rows on the
+// device; ghost node rows zeroed.
+template <class T>
+void FeatureExchange::staged_reverse(const edgeframe::NodeRows &grad, int n_local, int n_nodes)
+{
+  Staged &s = *m_dev;
+  const auto dev = stage_rows<T>(s.device.data(), m_nall, m_words);
+  const DevRows<T> rows(static_cast<T *>(grad.data), n_nodes, m_width);
+  const std::size_t owned = std::size_t(m_nlocal) * m_words, all = std::size_t(m_nall) * m_words;
+  ghost_gradients_to_atoms<T>(rows, s.node_of_atom, m_nlocal, m_nall, dev, m_width);
+  copy_words(s.host, s.device, owned, all);
+  std::memset(s.host.data(), 0, owned * sizeof(double));
+  m_comm->reverse_comm(m_pair);
+  copy_words(s.device, s.host, 0, owned);
+  scatter_to_nodes<T>(dev, s.atom_of_node, 0, n_local, rows, m_width, true);
+  zero_rows<T>(rows, n_local, n_nodes, m_width);
+  EngineExec().fence("edgeframe::exchange reverse");
 }
 
 int FeatureExchange::pack_forward(int n, const int *list, double *buf) const
 {
+  const double *st = stage();
   for (int q = 0; q < n; q++)
-    std::memcpy(buf + std::size_t(q) * m_words, m_stage.data() + std::size_t(list[q]) * m_words,
-                m_words * sizeof(double));
+    std::memcpy(buf + std::size_t(q) * m_words, st + std::size_t(list[q]) * m_words, m_words * sizeof(double));
   return n * m_words;
 }
 
 void FeatureExchange::unpack_forward(int n, int first, const double *buf)
 {
-  std::memcpy(m_stage.data() + std::size_t(first) * m_words, buf, std::size_t(n) * m_words * sizeof(double));
+  std::memcpy(stage() + std::size_t(first) * m_words, buf, std::size_t(n) * m_words * sizeof(double));
 }
 
 int FeatureExchange::pack_reverse(int n, int first, double *buf) const
 {
-  std::memcpy(buf, m_stage.data() + std::size_t(first) * m_words, std::size_t(n) * m_words * sizeof(double));
+  std::memcpy(buf, stage() + std::size_t(first) * m_words, std::size_t(n) * m_words * sizeof(double));
   return n * m_words;
 }
 
 void FeatureExchange::unpack_reverse(int n, const int *list, const double *buf)
 {
+  double *st = stage();
   for (int q = 0; q < n; q++) {
-    double *stage = m_stage.data() + std::size_t(list[q]) * m_words;
+    double *row = st + std::size_t(list[q]) * m_words;
     const double *in = buf + std::size_t(q) * m_words;
-    if (m_type == edgeframe::RowType::f64) add_row<double>(in, stage, m_width);
-    else add_row<float>(in, stage, m_width);
+    if (m_type == edgeframe::RowType::f64) add_row<double>(in, row, m_width);
+    else add_row<float>(in, row, m_width);
   }
 }

@@ -14,11 +14,12 @@
    owners, along the same swaps backwards) -> owned node rows; ghost node
    rows zeroed. The pair style's pack/unpack hooks delegate here.
 
-   Where the engine's memory is not host memory (CUDA builds) the node rows
-   go through a pinned host copy, and only the rows a step needs cross the
-   bus: forward sends the owned rows up and the ghost rows back down.
-   EDGEFRAME_STAGE_EXCHANGE=1 takes that staged path on host builds too, so
-   that the CPU tests cover the code the GPU runs.
+   Where the engine's memory is not host memory (CUDA builds) the stage has
+   a device twin: node rows are reordered into atom order on the device, and
+   only the stage's owned block (forward) or ghost block (reverse) crosses
+   the bus to the pinned host stage that LAMMPS packs, and only the other
+   block comes back. EDGEFRAME_STAGE_EXCHANGE=1 takes that staged path on
+   host builds too, so that the CPU tests cover the code the GPU runs.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_EDGEFRAME_EXCHANGE_H
@@ -46,8 +47,9 @@ namespace edgeframe_glue {
     static int stage_words(int width, edgeframe::RowType type);
 
     // Before each force call: this step's nodes (nullptr on a rank without nodes), the LAMMPS
-    // atom count nlocal + nghost, the row width D * C and the rows' element type.
-    void bind(const NodeMap *nodes, int nall, int width, edgeframe::RowType type);
+    // atom counts nlocal and nall = nlocal + nghost, the row width D * C and the rows' element
+    // type.
+    void bind(const NodeMap *nodes, int nlocal, int nall, int width, edgeframe::RowType type);
 
     void forward(const edgeframe::NodeRows &h) override;
     void reverse(const edgeframe::NodeRows &grad) override;
@@ -59,26 +61,27 @@ namespace edgeframe_glue {
     void unpack_reverse(int n, const int *list, const double *buf);
 
     long calls() const { return m_calls; }
-    bool staged() const { return m_staged; }    // rows copied through a (pinned) host buffer
+    bool staged() const { return m_staged; }    // rows reordered on the device, staged through pinned memory
 
    private:
-    struct PinnedRows;    // the staging buffer (Kokkos::SharedHostPinnedSpace), .cpp
-    // Rows [begin, end) of r readable on the host: r's own memory, or copied into the staging
-    // buffer (laid out like r). Returns the base of that host copy of all r.rows rows.
-    char *rows_to_host(const edgeframe::NodeRows &r, int begin, int end);
-    // Rows [begin, end) of the host copy back into r (staged path only).
-    void rows_to_engine(const edgeframe::NodeRows &r, const char *host, int begin, int end);
+    struct Staged;    // the pinned stage, its device twin and the node map on the device (.cpp)
+    double *stage() const;    // what LAMMPS' pack/unpack read and write: [nall, words]
+    template <class T>
+    void staged_forward(const edgeframe::NodeRows &h, int n_local, int n_nodes);
+    template <class T>
+    void staged_reverse(const edgeframe::NodeRows &grad, int n_local, int n_nodes);
 
     Comm *m_comm;
     Pair *m_pair;
     const NodeMap *m_nodes = nullptr;
-    int m_nall = 0, m_width = 0, m_words = 0;
+    int m_nlocal = 0, m_nall = 0, m_width = 0, m_words = 0;
     edgeframe::RowType m_type = edgeframe::RowType::f64;
     long m_calls = 0;
-    std::vector<double> m_stage;        // [nall, words] per LAMMPS atom: the rows' bytes
-    std::vector<int> m_non_nodes;       // atoms that are no node: zero rows in reverse()
-    bool m_staged = false;                  // see staged()
-    std::unique_ptr<PinnedRows> m_pinned;   // staged path: host copy of the node rows
+    bool m_staged = false;                // see staged()
+    std::vector<double> m_stage;          // host path: [nall, words] per LAMMPS atom, the rows' bytes
+    std::vector<int> m_non_nodes;         // host path: atoms that are no node (zero rows in reverse())
+    std::vector<int> m_node_of_atom;      // staged path: NodeMap's, -1 padded to nall (uploaded)
+    std::unique_ptr<Staged> m_dev;        // staged path
   };
 
 }    // namespace edgeframe_glue

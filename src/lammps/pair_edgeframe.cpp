@@ -274,7 +274,7 @@ void PairEdgeframe::init_style()
                    "({} doubles in LAMMPS' buffers) forward-communicated before layers 2..{} and "
                    "reverse-communicated in the backward pass{}\n",
                    cfg.r_cut + neighbor->skin, m_exchange_width, comm_forward, cfg.layers,
-                   m_feature_exchange->staged() ? " (node rows staged through pinned host memory)" : "");
+                   m_feature_exchange->staged() ? " (node rows reordered on the device, staged through pinned host memory)" : "");
 }
 
 double PairEdgeframe::init_one(int i, int j)
@@ -436,7 +436,7 @@ void PairEdgeframe::compute(int eflag, int vflag)
   double t0 = platform::walltime();
   if (m_need_node_map || neighbor->ago == 0) rebuild_graph();
   m_sum_ghosts += atom->nghost;
-  if (m_exchange) m_feature_exchange->bind(&m_nodes, atom->nlocal + atom->nghost, m_exchange_width, m_exchange_type);
+  if (m_exchange) m_feature_exchange->bind(&m_nodes, atom->nlocal, atom->nlocal + atom->nghost, m_exchange_width, m_exchange_type);
   // A rank that owns no mapped atom has no energy and so exerts no force: nothing to compute
   // (ranks of an open box beyond the atoms, or every owned type NULL under hybrid). In
   // exchange mode it still takes part in every communication: its ghosts may be relays.

@@ -101,9 +101,13 @@ run 40
     assert close(rows["exchange"], rows["shell"], rel=1e-9)
 
 
-def test_exchange_with_null_types_on_several_ranks(lammps, tmp_path, small_model):
+@pytest.mark.parametrize("staged", [False, True])
+def test_exchange_with_null_types_on_several_ranks(lammps, tmp_path, small_model, monkeypatch, staged):
     # Cu NULL for edgeframe (lj/cut does it): ranks whose owned atoms are all Cu have no
-    # nodes and still take part in the exchanges.
+    # nodes and still take part in the exchanges. Staged (the CUDA builds' path): owned atoms
+    # that are no node sit between the nodes in the device-side reordering.
+    if staged:
+        monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
     model, path = small_model
     atoms, _ = structure("triclinic_ccu16")
     base = setup(tmp_path, atoms, path, pre="processors 3 1 1")
@@ -213,15 +217,34 @@ def test_recomputed_activations_match_the_reference(lammps, tmp_path, small_mode
     check_against_reference(expected(model, atoms, q), thermo, dump)
 
 
-@pytest.mark.parametrize("name,nprocs,grid", [("diamond64", 4, "2 2 1"), ("cluster", 4, "4 1 1")])
+@pytest.mark.parametrize("name,nprocs,grid", [("diamond64", 4, "2 2 1"), ("cluster", 4, "4 1 1"),
+                                              ("diamond64", 1, "1 1 1")])
 def test_staged_exchange_matches_the_reference(lammps, tmp_path, small_model, monkeypatch, name, nprocs, grid):
-    # On CUDA builds node rows cross to the host through a pinned buffer, owned rows up and ghost
-    # rows down only (edgeframe_exchange.h). EDGEFRAME_STAGE_EXCHANGE=1 takes that path on the
-    # CPU: a row range off by one would leave ghosts with stale features and miss the reference.
+    # On CUDA builds node rows are reordered into atom order on the device and only the owned
+    # (forward) or ghost (reverse) block of that stage crosses to the pinned host stage
+    # (edgeframe_exchange.h). EDGEFRAME_STAGE_EXCHANGE=1 takes that path on the CPU: a block
+    # boundary off by one would leave ghosts with stale features and miss the reference.
     monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
     model, path = small_model
     atoms, boundary = structure(name)
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs,
-                                       pre=f"processors {grid}", style_args=" ghost_mode exchange")
+                                       pre=f"processors {grid}", style_args=" ghost_mode exchange fold_images no")
     assert "staged through pinned host memory" in output
     check_against_reference(expected(model, atoms, q), thermo, dump)
+
+
+def test_staged_exchange_fp32_matches_reference(lammps, tmp_path, small_model, monkeypatch):
+    # The staged path's float kernels (rows of floats in a stage of doubles' bytes).
+    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    model, path = small_model
+    atoms, boundary = structure("diamond64")
+    write_q = write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
+    script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp32 ghost_mode exchange", model=path,
+                                 elements="C Cu", nktv2p=METAL_NKTV2P, pre="processors 2 2 1", extra="")
+    run = lammps(script, nprocs=4)
+    assert run.returncode == 0, run.output[-3000:]
+    assert "staged through pinned host memory" in run.output
+    thermo, dump = thermo_row(run.output), read_dump(tmp_path / "forces.dump", len(atoms))
+    ref, forces, virial, _ = expected(model, atoms, write_q)
+    assert close(thermo[1], ref["energy"], rel=REL_TOL_FP32)
+    assert close(dump[:, 1:4], forces, rel=REL_TOL_FP32)
