@@ -7,7 +7,9 @@
    execution space: the GPU on CUDA builds, the host threads otherwise).
    Per step only scalars cross to the host (energy, virial, the two checks).
    Several ranks (or fold_images no) run the host-data path of the plain
-   style until the per-layer exchange of issue #8 reaches /kk.
+   style: graph and node map on the host, the engine on the GPU, and the
+   per-layer exchange through LAMMPS' host buffers with the node rows
+   reordered on the GPU (src/lammps/edgeframe_exchange.h). It needs newton on.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_PAIR_EDGEFRAME_KOKKOS_H
