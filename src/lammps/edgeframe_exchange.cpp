@@ -7,6 +7,10 @@
 
 #include <Kokkos_Core.hpp>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +26,48 @@ using EngineExec = Kokkos::DefaultExecutionSpace;
 using EngineMem = EngineExec::memory_space;
 constexpr bool kEngineMemoryIsHost = Kokkos::SpaceAccessibility<Kokkos::HostSpace, EngineMem>::accessible;
 
+// Row loops that move 4 MiB or more run on several threads (OpenMP): one core's memcpy,
+// ~10 GB/s, is what the exchange waits for at 100k atoms (doc/benchmarks.md, 2 x H200).
+// EDGEFRAME_EXCHANGE_THREADS sets the count (default: OpenMP's, at most 8 per rank);
+// EDGEFRAME_EXCHANGE_PARALLEL_BYTES the threshold (the tests set 0 to cover the threaded loops).
+std::size_t parallel_bytes()
+{
+  static const std::size_t n = [] {
+    const char *env = std::getenv("EDGEFRAME_EXCHANGE_PARALLEL_BYTES");
+    return env ? std::size_t(std::strtoull(env, nullptr, 10)) : std::size_t(4) << 20;
+  }();
+  return n;
+}
+
+int exchange_threads()
+{
+#ifdef _OPENMP
+  static const int n = [] {
+    const char *env = std::getenv("EDGEFRAME_EXCHANGE_THREADS");
+    const int want = env ? std::atoi(env) : std::min(omp_get_max_threads(), 8);
+    return std::max(1, want);
+  }();
+  return n;
+#else
+  return 1;
+#endif
+}
+
+// f(q) for q in [0, n), rows of row_bytes each.
+template <class F>
+void for_rows(int n, std::size_t row_bytes, F &&f)
+{
+#ifdef _OPENMP
+  const int threads = exchange_threads();
+  if (threads > 1 && std::size_t(n) * row_bytes >= parallel_bytes()) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int q = 0; q < n; q++) f(q);
+    return;
+  }
+#endif
+  for (int q = 0; q < n; q++) f(q);
+}
+
 // ---- host-memory path: node rows and stage both in host memory --------------------------------
 
 // Node rows [begin, end) into their atoms' stage rows, byte for byte (stage rows are
@@ -30,16 +76,20 @@ constexpr bool kEngineMemoryIsHost = Kokkos::SpaceAccessibility<Kokkos::HostSpac
 void rows_to_stage(const char *rows, std::size_t row_bytes, const NodeMap &nodes, int begin, int end, double *stage,
                    int stage_words)
 {
-  for (int k = begin; k < end; k++)
+  for_rows(end - begin, row_bytes, [&](int q) {
+    const int k = begin + q;
     std::memcpy(stage + std::size_t(nodes.atom_of_node[k]) * stage_words, rows + k * row_bytes, row_bytes);
+  });
 }
 
 // Their atoms' stage rows back into node rows [begin, end).
 void stage_to_rows(const double *stage, int stage_words, const NodeMap &nodes, int begin, int end, char *rows,
                    std::size_t row_bytes)
 {
-  for (int k = begin; k < end; k++)
+  for_rows(end - begin, row_bytes, [&](int q) {
+    const int k = begin + q;
     std::memcpy(rows + k * row_bytes, stage + std::size_t(nodes.atom_of_node[k]) * stage_words, row_bytes);
+  });
 }
 
 // in[0..n) added onto out[0..n), both the rows' element type stored in doubles' bytes.
@@ -257,10 +307,11 @@ void FeatureExchange::staged_forward(const edgeframe::NodeRows &h, int n_local, 
   EngineExec().fence("edgeframe::exchange forward");    // the engine reads the rows on its own stream
 }
 
-// Staged reverse: ghost node rows (zero for relay-only atoms) -> device stage -> its ghost block
-// up; the owned block of the pinned stage starts at zero -> LAMMPS' reverse swaps add the ghosts'
-// rows onto their owners there -> the owned block down -> added onto the owned node rows on the
-// device; ghost node rows zeroed.
+// Staged reverse: every node row (zero for ghosts that only relay) -> device stage -> the whole
+// stage up (the owned block by DMA rather than a host memset: the host's time is what the
+// exchange waits for) -> LAMMPS' reverse swaps add the ghosts' rows onto their owners there ->
+// the owned block down -> the owned node rows; ghost node rows zeroed. Owned atoms that are no
+// node keep whatever their stage rows held: nothing reads them.
 template <class T>
 void FeatureExchange::staged_reverse(const edgeframe::NodeRows &grad, int n_local, int n_nodes)
 {
@@ -268,12 +319,12 @@ void FeatureExchange::staged_reverse(const edgeframe::NodeRows &grad, int n_loca
   const auto dev = stage_rows<T>(s.device.data(), m_nall, m_words);
   const DevRows<T> rows(static_cast<T *>(grad.data), n_nodes, m_width);
   const std::size_t owned = std::size_t(m_nlocal) * m_words, all = std::size_t(m_nall) * m_words;
+  gather_to_atoms<T>(rows, s.atom_of_node, 0, n_local, dev, m_width);
   ghost_gradients_to_atoms<T>(rows, s.node_of_atom, m_nlocal, m_nall, dev, m_width);
-  copy_words(s.host, s.device, owned, all);
-  std::memset(s.host.data(), 0, owned * sizeof(double));
+  copy_words(s.host, s.device, 0, all);
   m_comm->reverse_comm(m_pair);
   copy_words(s.device, s.host, 0, owned);
-  scatter_to_nodes<T>(dev, s.atom_of_node, 0, n_local, rows, m_width, true);
+  scatter_to_nodes<T>(dev, s.atom_of_node, 0, n_local, rows, m_width, false);
   zero_rows<T>(rows, n_local, n_nodes, m_width);
   EngineExec().fence("edgeframe::exchange reverse");
 }
@@ -281,29 +332,35 @@ void FeatureExchange::staged_reverse(const edgeframe::NodeRows &grad, int n_loca
 int FeatureExchange::pack_forward(int n, const int *list, double *buf) const
 {
   const double *st = stage();
-  for (int q = 0; q < n; q++)
-    std::memcpy(buf + std::size_t(q) * m_words, st + std::size_t(list[q]) * m_words, m_words * sizeof(double));
+  const std::size_t row = std::size_t(m_words) * sizeof(double);
+  for_rows(n, row, [&](int q) { std::memcpy(buf + std::size_t(q) * m_words, st + std::size_t(list[q]) * m_words, row); });
   return n * m_words;
 }
 
 void FeatureExchange::unpack_forward(int n, int first, const double *buf)
 {
-  std::memcpy(stage() + std::size_t(first) * m_words, buf, std::size_t(n) * m_words * sizeof(double));
+  double *st = stage() + std::size_t(first) * m_words;
+  const std::size_t row = std::size_t(m_words) * sizeof(double);
+  for_rows(n, row, [&](int q) { std::memcpy(st + std::size_t(q) * m_words, buf + std::size_t(q) * m_words, row); });
 }
 
 int FeatureExchange::pack_reverse(int n, int first, double *buf) const
 {
-  std::memcpy(buf, stage() + std::size_t(first) * m_words, std::size_t(n) * m_words * sizeof(double));
+  const double *st = stage() + std::size_t(first) * m_words;
+  const std::size_t row = std::size_t(m_words) * sizeof(double);
+  for_rows(n, row, [&](int q) { std::memcpy(buf + std::size_t(q) * m_words, st + std::size_t(q) * m_words, row); });
   return n * m_words;
 }
 
 void FeatureExchange::unpack_reverse(int n, const int *list, const double *buf)
 {
   double *st = stage();
-  for (int q = 0; q < n; q++) {
+  const bool f64 = m_type == edgeframe::RowType::f64;
+  // The atoms of one swap's list are distinct: rows add in parallel without races.
+  for_rows(n, std::size_t(m_words) * sizeof(double), [&](int q) {
     double *row = st + std::size_t(list[q]) * m_words;
     const double *in = buf + std::size_t(q) * m_words;
-    if (m_type == edgeframe::RowType::f64) add_row<double>(in, row, m_width);
+    if (f64) add_row<double>(in, row, m_width);
     else add_row<float>(in, row, m_width);
-  }
+  });
 }

@@ -105,9 +105,12 @@ run 40
 def test_exchange_with_null_types_on_several_ranks(lammps, tmp_path, small_model, monkeypatch, staged):
     # Cu NULL for edgeframe (lj/cut does it): ranks whose owned atoms are all Cu have no
     # nodes and still take part in the exchanges. Staged (the CUDA builds' path): owned atoms
-    # that are no node sit between the nodes in the device-side reordering.
+    # that are no node sit between the nodes in the device-side reordering; the host loops run
+    # threaded there, and unthreaded in the other case.
     if staged:
         monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+        monkeypatch.setenv("EDGEFRAME_EXCHANGE_THREADS", "2")
+        monkeypatch.setenv("EDGEFRAME_EXCHANGE_PARALLEL_BYTES", "0")
     model, path = small_model
     atoms, _ = structure("triclinic_ccu16")
     base = setup(tmp_path, atoms, path, pre="processors 3 1 1")
@@ -233,9 +236,15 @@ def test_staged_exchange_matches_the_reference(lammps, tmp_path, small_model, mo
     check_against_reference(expected(model, atoms, q), thermo, dump)
 
 
-def test_staged_exchange_fp32_matches_reference(lammps, tmp_path, small_model, monkeypatch):
-    # The staged path's float kernels (rows of floats in a stage of doubles' bytes).
+@pytest.mark.parametrize("threaded", [False, True])
+def test_staged_exchange_fp32_matches_reference(lammps, tmp_path, small_model, monkeypatch, threaded):
+    # The staged path's float kernels (rows of floats in a stage of doubles' bytes); threaded:
+    # every host row loop of the exchange on two OpenMP threads (by default only loops moving
+    # 4 MiB or more are, which no test box reaches).
     monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    if threaded:
+        monkeypatch.setenv("EDGEFRAME_EXCHANGE_THREADS", "2")
+        monkeypatch.setenv("EDGEFRAME_EXCHANGE_PARALLEL_BYTES", "0")
     model, path = small_model
     atoms, boundary = structure("diamond64")
     write_q = write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
