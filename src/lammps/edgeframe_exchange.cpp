@@ -26,10 +26,12 @@ using EngineExec = Kokkos::DefaultExecutionSpace;
 using EngineMem = EngineExec::memory_space;
 constexpr bool kEngineMemoryIsHost = Kokkos::SpaceAccessibility<Kokkos::HostSpace, EngineMem>::accessible;
 
-// Row loops that move 4 MiB or more run on several threads (OpenMP): one core's memcpy,
-// ~10 GB/s, is what the exchange waits for at 100k atoms (doc/benchmarks.md, 2 x H200).
-// EDGEFRAME_EXCHANGE_THREADS sets the count (default: OpenMP's, at most 8 per rank);
-// EDGEFRAME_EXCHANGE_PARALLEL_BYTES the threshold (the tests set 0 to cover the threaded loops).
+// With EDGEFRAME_EXCHANGE_THREADS=N (default 1: off) row loops that move 4 MiB or more run on N
+// OpenMP threads. Measured on the H200 machines (doc/benchmarks.md, 2 x H200): 8 threads halve
+// the one-rank exchange of periodic images (96 -> 43 ms at 110k atoms) but do not help two
+// ranks (91 -> 104 ms, within the calls' spread), where MPI and the partner rank set the pace;
+// so it is opt-in. EDGEFRAME_EXCHANGE_PARALLEL_BYTES sets the threshold (the tests set 0 to
+// cover the threaded loops).
 std::size_t parallel_bytes()
 {
   static const std::size_t n = [] {
@@ -44,8 +46,7 @@ int exchange_threads()
 #ifdef _OPENMP
   static const int n = [] {
     const char *env = std::getenv("EDGEFRAME_EXCHANGE_THREADS");
-    const int want = env ? std::atoi(env) : std::min(omp_get_max_threads(), 8);
-    return std::max(1, want);
+    return std::max(1, env ? std::atoi(env) : 1);
   }();
   return n;
 #else
