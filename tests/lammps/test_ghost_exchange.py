@@ -58,16 +58,26 @@ def test_exchange_matches_reference_and_shell(lammps, tmp_path, small_model, nam
         assert ge[0] < gs[0] and ge[1] < gs[1] and ge[3] < gs[3], (ge, gs)
 
 
-def test_exchange_fp32_matches_reference(lammps, tmp_path, small_model):
+@pytest.mark.parametrize("path_kind,grid", [("direct", "4 1 1"), ("staged", "2 2 1"), ("staged-threaded", "2 2 1")])
+def test_exchange_fp32_matches_reference(lammps, tmp_path, small_model, monkeypatch, path_kind, grid):
     # Float features travel as their bytes, two per slot of LAMMPS' double buffers, and float
     # gradients are summed onto their owners in float: 4 ranks, so most rows cross a rank.
+    # staged: the CUDA builds' path (float kernels over a stage of doubles' bytes); threaded:
+    # every host row loop of the exchange on two OpenMP threads (by default only loops moving
+    # 4 MiB or more are, which no test box reaches).
+    if path_kind.startswith("staged"):
+        monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    if path_kind.endswith("threaded"):
+        monkeypatch.setenv("EDGEFRAME_EXCHANGE_THREADS", "2")
+        monkeypatch.setenv("EDGEFRAME_EXCHANGE_PARALLEL_BYTES", "0")
     model, path = small_model
     atoms, boundary = structure("diamond64")
     write_q = write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
     script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp32 ghost_mode exchange", model=path,
-                                 elements="C Cu", nktv2p=METAL_NKTV2P, pre="processors 4 1 1", extra="")
+                                 elements="C Cu", nktv2p=METAL_NKTV2P, pre=f"processors {grid}", extra="")
     run = lammps(script, nprocs=4)
     assert run.returncode == 0, run.output[-3000:]
+    assert ("staged through pinned host memory" in run.output) == path_kind.startswith("staged")
     thermo, dump = thermo_row(run.output), read_dump(tmp_path / "forces.dump", len(atoms))
     ref, forces, virial, _ = expected(model, atoms, write_q)
     assert close(thermo[1], ref["energy"], rel=REL_TOL_FP32)
@@ -234,26 +244,3 @@ def test_staged_exchange_matches_the_reference(lammps, tmp_path, small_model, mo
                                        pre=f"processors {grid}", style_args=" ghost_mode exchange fold_images no")
     assert "staged through pinned host memory" in output
     check_against_reference(expected(model, atoms, q), thermo, dump)
-
-
-@pytest.mark.parametrize("threaded", [False, True])
-def test_staged_exchange_fp32_matches_reference(lammps, tmp_path, small_model, monkeypatch, threaded):
-    # The staged path's float kernels (rows of floats in a stage of doubles' bytes); threaded:
-    # every host row loop of the exchange on two OpenMP threads (by default only loops moving
-    # 4 MiB or more are, which no test box reaches).
-    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
-    if threaded:
-        monkeypatch.setenv("EDGEFRAME_EXCHANGE_THREADS", "2")
-        monkeypatch.setenv("EDGEFRAME_EXCHANGE_PARALLEL_BYTES", "0")
-    model, path = small_model
-    atoms, boundary = structure("diamond64")
-    write_q = write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
-    script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp32 ghost_mode exchange", model=path,
-                                 elements="C Cu", nktv2p=METAL_NKTV2P, pre="processors 2 2 1", extra="")
-    run = lammps(script, nprocs=4)
-    assert run.returncode == 0, run.output[-3000:]
-    assert "staged through pinned host memory" in run.output
-    thermo, dump = thermo_row(run.output), read_dump(tmp_path / "forces.dump", len(atoms))
-    ref, forces, virial, _ = expected(model, atoms, write_q)
-    assert close(thermo[1], ref["energy"], rel=REL_TOL_FP32)
-    assert close(dump[:, 1:4], forces, rel=REL_TOL_FP32)
