@@ -27,6 +27,7 @@
 #include "potential.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 
 using namespace LAMMPS_NS;
@@ -67,10 +68,26 @@ void PairEdgeframeKokkos<DeviceType>::init_style()
 {
   m_device_path = kSharesEngineMemory && m_fold_images && comm->nprocs == 1;
   // LAMMPS-KOKKOS routes a pair style's forward/reverse communication (the per-layer feature
-  // exchange) by execution_space: Host means CommBrick's host buffers and our pack functions.
+  // exchange) by execution_space: Host means CommBrick's host buffers and our pack functions;
+  // the device means CommKokkos' device buffers and the *_kokkos pack functions below.
   execution_space = m_device_path ? ExecutionSpaceFromDevice<DeviceType>::space : Host;
+  reverse_comm_device = 0;
+  m_exchange_device_comm = false;
   if (!m_device_path) {
     // Host-data path: the plain style's node map, ghost exchange or shell, host neighbour list.
+    // Its per-layer exchange goes through LAMMPS-KOKKOS' device communication where LAMMPS keeps
+    // pair communication on the device (GPU-aware MPI, or one rank; it moves it to the host
+    // otherwise, e.g. several ranks without GPU-aware MPI), else through LAMMPS' host buffers.
+    // EDGEFRAME_DEVICE_COMM=0 forces the host buffers.
+    const char *env = std::getenv("EDGEFRAME_DEVICE_COMM");
+    m_exchange_device_comm = kSharesEngineMemory && !lmp->kokkos->forward_pair_comm_legacy &&
+                             !lmp->kokkos->reverse_pair_comm_legacy && !(env && std::string(env) == "0");
+    if (m_exchange_device_comm) {
+      // Device, not ExecutionSpaceFromDevice (HostKK on CPU builds, which CommKokkos sends to
+      // the host functions): CPU builds then run the same device communication, in host memory.
+      execution_space = Device;
+      reverse_comm_device = 1;
+    }
     PairEdgeframe::init_style();
     if (comm->me == 0)
       utils::logmesg(lmp, "edgeframe/kk: {}; atom data is staged through the host\n",
@@ -348,6 +365,34 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
     accumulate_per_atom(result, h_atom_of_node.data(), m_n_nodes, m_n_nodes);
     m_time_copy += platform::walltime() - t2;
   }
+}
+
+// LAMMPS-KOKKOS' device communication of the per-layer exchange (init_style chose it; LAMMPS
+// synced the list and, for unpacking, the buffer to the device and marks the packed buffer
+// modified itself).
+template <class DeviceType>
+int PairEdgeframeKokkos<DeviceType>::pack_forward_comm_kokkos(int n, DAT::tdual_int_1d list, DAT::tdual_double_1d &buf,
+                                                               int, int *)
+{
+  return m_feature_exchange->pack_forward_device(n, list.view_device().data(), buf.view_device().data());
+}
+
+template <class DeviceType>
+void PairEdgeframeKokkos<DeviceType>::unpack_forward_comm_kokkos(int n, int first, DAT::tdual_double_1d &buf)
+{
+  m_feature_exchange->unpack_forward_device(n, first, buf.view_device().data());
+}
+
+template <class DeviceType>
+int PairEdgeframeKokkos<DeviceType>::pack_reverse_comm_kokkos(int n, int first, DAT::tdual_double_1d &buf)
+{
+  return m_feature_exchange->pack_reverse_device(n, first, buf.view_device().data());
+}
+
+template <class DeviceType>
+void PairEdgeframeKokkos<DeviceType>::unpack_reverse_comm_kokkos(int n, DAT::tdual_int_1d list, DAT::tdual_double_1d &buf)
+{
+  m_feature_exchange->unpack_reverse_device(n, list.view_device().data(), buf.view_device().data());
 }
 
 namespace LAMMPS_NS {

@@ -8,13 +8,16 @@
    Per step only scalars cross to the host (energy, virial, the two checks).
    Several ranks (or fold_images no) run the host-data path of the plain
    style: graph and node map on the host, the engine on the GPU, and the
-   per-layer exchange through LAMMPS' host buffers with the node rows
+   per-layer exchange through LAMMPS-KOKKOS' device communication where
+   LAMMPS keeps pair communication on the device (one rank, GPU-aware MPI,
+   CPU builds), else through LAMMPS' host buffers with the node rows
    reordered on the GPU (src/lammps/edgeframe_exchange.h). It needs newton on.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_PAIR_EDGEFRAME_KOKKOS_H
 #define LMP_PAIR_EDGEFRAME_KOKKOS_H
 
+#include "kokkos_base.h"
 #include "kokkos_type.h"
 #include "pair_edgeframe.h"
 
@@ -27,7 +30,7 @@
 namespace LAMMPS_NS {
 
 template <class DeviceType>
-class PairEdgeframeKokkos : public PairEdgeframe {
+class PairEdgeframeKokkos : public PairEdgeframe, public KokkosBase {
  public:
   using device_type = DeviceType;
   using AT = ArrayTypes<DeviceType>;
@@ -41,6 +44,13 @@ class PairEdgeframeKokkos : public PairEdgeframe {
 
   void compute(int, int) override;
   void init_style() override;
+
+  // The per-layer exchange through LAMMPS-KOKKOS' device communication (host-data path, when
+  // LAMMPS keeps pair communication on the device): lists and buffers are LAMMPS' device views.
+  int pack_forward_comm_kokkos(int n, DAT::tdual_int_1d list, DAT::tdual_double_1d &buf, int, int *) override;
+  void unpack_forward_comm_kokkos(int n, int first, DAT::tdual_double_1d &buf) override;
+  int pack_reverse_comm_kokkos(int n, int first, DAT::tdual_double_1d &buf) override;
+  void unpack_reverse_comm_kokkos(int n, DAT::tdual_int_1d list, DAT::tdual_double_1d &buf) override;
 
   // Public only because CUDA lambdas may not live in private or protected member functions.
   void rebuild_device_graph();

@@ -182,6 +182,33 @@ void copy_words(const Dst &dst, const Src &src, std::size_t begin, std::size_t e
   Kokkos::deep_copy(Kokkos::subview(dst, range), Kokkos::subview(src, range));
 }
 
+// Rows of `words` doubles between a stage and a LAMMPS-KOKKOS buffer, in engine memory:
+// buf[q] := stage[list ? list[q] : first + q] (pack) or the reverse (unpack).
+void copy_stage_rows(double *dst, const double *src, const int *list, int first, int n, int words, bool to_buffer)
+{
+  if (n <= 0) return;
+  Kokkos::parallel_for(
+      "edgeframe::exchange_device_pack", Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({0, 0}, {n, words}),
+      KOKKOS_LAMBDA(const int q, const int w) {
+        const std::size_t atom = std::size_t(list ? list[q] : first + q);
+        if (to_buffer) dst[std::size_t(q) * words + w] = src[atom * words + w];
+        else dst[atom * words + w] = src[std::size_t(q) * words + w];
+      });
+}
+
+// stage[list[q]] += buf[q] for the rows' element type T (the list's atoms are distinct).
+template <class T>
+void add_buffer_rows(double *stage, const double *buf, const int *list, int n, int words, int width)
+{
+  if (n <= 0) return;
+  const int per_row = int(words * sizeof(double) / sizeof(T));
+  Kokkos::parallel_for(
+      "edgeframe::exchange_device_unpack_reverse", Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({0, 0}, {n, width}),
+      KOKKOS_LAMBDA(const int q, const int c) {
+        reinterpret_cast<T *>(stage)[std::size_t(list[q]) * per_row + c] += reinterpret_cast<const T *>(buf)[std::size_t(q) * per_row + c];
+      });
+}
+
 }    // namespace
 
 struct FeatureExchange::Staged {
@@ -206,8 +233,15 @@ int FeatureExchange::stage_words(int width, edgeframe::RowType type)
   return int((std::size_t(width) * r.element_size() + sizeof(double) - 1) / sizeof(double));
 }
 
+void FeatureExchange::use_device_comm(bool on)
+{
+  m_device_comm = on;
+}
+
 double *FeatureExchange::stage() const
 {
+  if (m_device_comm)    // LAMMPS calls the *_device functions in this mode, never these
+    throw std::logic_error("edgeframe exchange: host pack/unpack called in device communication mode");
   return m_staged ? m_dev->host.data() : const_cast<double *>(m_stage.data());
 }
 
@@ -221,13 +255,13 @@ void FeatureExchange::bind(const NodeMap *nodes, int nlocal, int nall, int width
   m_words = stage_words(width, type);
   const int n_nodes = nodes ? nodes->n_nodes() : 0;
   const int mapped = nodes ? std::min<int>(nall, int(nodes->node_of_atom.size())) : 0;
-  if (m_staged) {
+  if (m_staged || m_device_comm) {
     Staged &s = *m_dev;
     const std::size_t words = std::size_t(nall) * m_words;
-    if (s.host.extent(0) < words) {    // grown on demand, never shrunk
-      s.host = decltype(s.host)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::exchange stage (pinned)"), words);
+    if (s.device.extent(0) < words)    // grown on demand, never shrunk
       s.device = decltype(s.device)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::exchange stage"), words);
-    }
+    if (!m_device_comm && s.host.extent(0) < words)
+      s.host = decltype(s.host)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::exchange stage (pinned)"), words);
     if (int(s.atom_of_node.extent(0)) < n_nodes)
       s.atom_of_node = decltype(s.atom_of_node)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::exchange atom_of_node"), n_nodes);
     if (int(s.node_of_atom.extent(0)) < nall)
@@ -259,7 +293,7 @@ void FeatureExchange::forward(const edgeframe::NodeRows &h)
   // No clearing: the swaps read owned atoms' rows (written here) and ghosts received by earlier
   // swaps (written by unpack_forward); every ghost row is overwritten by its swap.
   const int n_local = m_nodes ? m_nodes->n_local : 0;
-  if (m_staged) {
+  if (m_staged || m_device_comm) {
     if (m_type == edgeframe::RowType::f64) staged_forward<double>(h, n_local, n_nodes);
     else staged_forward<float>(h, n_local, n_nodes);
     return;
@@ -277,7 +311,7 @@ void FeatureExchange::reverse(const edgeframe::NodeRows &grad)
   check_rows(grad, n_nodes, m_width, m_type, "gradient");
   ++m_calls;
   const int n_local = m_nodes ? m_nodes->n_local : 0;
-  if (m_staged) {
+  if (m_staged || m_device_comm) {
     if (m_type == edgeframe::RowType::f64) staged_reverse<double>(grad, n_local, n_nodes);
     else staged_reverse<float>(grad, n_local, n_nodes);
     return;
@@ -293,6 +327,8 @@ void FeatureExchange::reverse(const edgeframe::NodeRows &grad)
 
 // Staged forward: owned node rows -> device stage (reordered on the device) -> the stage's owned
 // block up -> LAMMPS' swaps on the pinned stage -> its ghost block down -> ghost node rows.
+// Device communication: LAMMPS' swaps run on the device stage itself, nothing crosses the bus
+// here (MPI gets device buffers).
 template <class T>
 void FeatureExchange::staged_forward(const edgeframe::NodeRows &h, int n_local, int n_nodes)
 {
@@ -301,9 +337,14 @@ void FeatureExchange::staged_forward(const edgeframe::NodeRows &h, int n_local, 
   const DevRows<T> rows(static_cast<T *>(h.data), n_nodes, m_width);
   const std::size_t owned = std::size_t(m_nlocal) * m_words, all = std::size_t(m_nall) * m_words;
   gather_to_atoms<T>(rows, s.atom_of_node, 0, n_local, dev, m_width);
-  copy_words(s.host, s.device, 0, owned);    // deep_copy fences: the gather is done
-  m_comm->forward_comm(m_pair);
-  copy_words(s.device, s.host, owned, all);
+  if (m_device_comm) {    // LAMMPS packs the device stage itself (pack_forward_device & co.)
+    EngineExec().fence("edgeframe::exchange gather");
+    m_comm->forward_comm(m_pair);
+  } else {
+    copy_words(s.host, s.device, 0, owned);    // deep_copy fences: the gather is done
+    m_comm->forward_comm(m_pair);
+    copy_words(s.device, s.host, owned, all);
+  }
   scatter_to_nodes<T>(dev, s.atom_of_node, n_local, n_nodes, rows, m_width, false);
   EngineExec().fence("edgeframe::exchange forward");    // the engine reads the rows on its own stream
 }
@@ -322,9 +363,14 @@ void FeatureExchange::staged_reverse(const edgeframe::NodeRows &grad, int n_loca
   const std::size_t owned = std::size_t(m_nlocal) * m_words, all = std::size_t(m_nall) * m_words;
   gather_to_atoms<T>(rows, s.atom_of_node, 0, n_local, dev, m_width);
   ghost_gradients_to_atoms<T>(rows, s.node_of_atom, m_nlocal, m_nall, dev, m_width);
-  copy_words(s.host, s.device, 0, all);
-  m_comm->reverse_comm(m_pair);
-  copy_words(s.device, s.host, 0, owned);
+  if (m_device_comm) {
+    EngineExec().fence("edgeframe::exchange gather");
+    m_comm->reverse_comm(m_pair);
+  } else {
+    copy_words(s.host, s.device, 0, all);
+    m_comm->reverse_comm(m_pair);
+    copy_words(s.device, s.host, 0, owned);
+  }
   scatter_to_nodes<T>(dev, s.atom_of_node, 0, n_local, rows, m_width, false);
   zero_rows<T>(rows, n_local, n_nodes, m_width);
   EngineExec().fence("edgeframe::exchange reverse");
@@ -364,4 +410,27 @@ void FeatureExchange::unpack_reverse(int n, const int *list, const double *buf)
     if (f64) add_row<double>(in, row, m_width);
     else add_row<float>(in, row, m_width);
   });
+}
+
+int FeatureExchange::pack_forward_device(int n, const int *list, double *buf) const
+{
+  copy_stage_rows(buf, m_dev->device.data(), list, 0, n, m_words, true);
+  return n * m_words;
+}
+
+void FeatureExchange::unpack_forward_device(int n, int first, const double *buf)
+{
+  copy_stage_rows(m_dev->device.data(), buf, nullptr, first, n, m_words, false);
+}
+
+int FeatureExchange::pack_reverse_device(int n, int first, double *buf) const
+{
+  copy_stage_rows(buf, m_dev->device.data(), nullptr, first, n, m_words, true);
+  return n * m_words;
+}
+
+void FeatureExchange::unpack_reverse_device(int n, const int *list, const double *buf)
+{
+  if (m_type == edgeframe::RowType::f64) add_buffer_rows<double>(m_dev->device.data(), buf, list, n, m_words, m_width);
+  else add_buffer_rows<float>(m_dev->device.data(), buf, list, n, m_words, m_width);
 }

@@ -60,6 +60,18 @@ namespace edgeframe_glue {
     int pack_reverse(int n, int first, double *buf) const;
     void unpack_reverse(int n, const int *list, const double *buf);
 
+    // LAMMPS-KOKKOS' device communication for pair styles (CommKokkos::forward_comm_device and
+    // reverse_comm_device, which /kk routes here when its execution space is the device and
+    // LAMMPS keeps pair communication on the device: GPU-aware MPI, or one rank): the stage
+    // lives in the engine's memory only and LAMMPS packs it there; lists and buffers are
+    // LAMMPS' device views (engine memory). Set before bind().
+    void use_device_comm(bool on);
+    bool device_comm() const { return m_device_comm; }
+    int pack_forward_device(int n, const int *list, double *buf) const;
+    void unpack_forward_device(int n, int first, const double *buf);
+    int pack_reverse_device(int n, int first, double *buf) const;
+    void unpack_reverse_device(int n, const int *list, const double *buf);
+
     long calls() const { return m_calls; }
     bool staged() const { return m_staged; }    // rows reordered on the device, staged through pinned memory
 
@@ -78,6 +90,7 @@ namespace edgeframe_glue {
     edgeframe::RowType m_type = edgeframe::RowType::f64;
     long m_calls = 0;
     bool m_staged = false;                // see staged()
+    bool m_device_comm = false;           // see use_device_comm()
     std::vector<double> m_stage;          // host path: [nall, words] per LAMMPS atom, the rows' bytes
     std::vector<int> m_non_nodes;         // host path: atoms that are no node (zero rows in reverse())
     std::vector<int> m_node_of_atom;      // staged path: NodeMap's, -1 padded to nall (uploaded)

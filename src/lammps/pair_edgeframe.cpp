@@ -255,6 +255,7 @@ void PairEdgeframe::init_style()
   }
   if (m_exchange && !m_feature_exchange)
     m_feature_exchange = std::make_unique<edgeframe_glue::FeatureExchange>(comm, this);
+  if (m_exchange) m_feature_exchange->use_device_comm(m_exchange_device_comm);
   const double shell = cfg.layers * cfg.r_cut + neighbor->skin;
   if (shell_mode && comm->cutghostuser < shell) {
     if (!m_cutghost_raised) m_cutghost_before = comm->cutghostuser;
@@ -274,7 +275,9 @@ void PairEdgeframe::init_style()
                    "({} doubles in LAMMPS' buffers) forward-communicated before layers 2..{} and "
                    "reverse-communicated in the backward pass{}\n",
                    cfg.r_cut + neighbor->skin, m_exchange_width, comm_forward, cfg.layers,
-                   m_feature_exchange->staged() ? " (node rows reordered on the device, staged through pinned host memory)" : "");
+                   m_feature_exchange->device_comm()
+                       ? " (LAMMPS-KOKKOS device communication: packed on the device, device buffers to MPI)"
+                       : (m_feature_exchange->staged() ? " (node rows reordered on the device, staged through pinned host memory)" : ""));
 }
 
 double PairEdgeframe::init_one(int i, int j)

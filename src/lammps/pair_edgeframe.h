@@ -70,6 +70,7 @@ class PairEdgeframe : public Pair {
   bool m_need_node_map = true;        // node map stale: rebuild at the next compute
   struct EdgeframeBuffers *m_buffers;  // engine-side positions and species (pair_edgeframe.cpp)
   std::unique_ptr<edgeframe_glue::FeatureExchange> m_feature_exchange;    // exchange mode
+  bool m_exchange_device_comm = false;    // exchange through LAMMPS-KOKKOS' device communication (/kk sets it)
   int m_exchange_width = 0;           // D * C values per atom and exchange
   edgeframe::RowType m_exchange_type = edgeframe::RowType::f32;    // their element type (precision)
 

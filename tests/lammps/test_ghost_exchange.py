@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from reference_case import METAL_NKTV2P, RUN_0_SCRIPT, calc, read_dump, thermo_row, write_data
+from reference_case import ON_GPU, METAL_NKTV2P, RUN_0_SCRIPT, calc, read_dump, thermo_row, write_data
 from test_lammps_behaviour import setup, thermo_table
 from test_vs_reference import (KOKKOS_ARGS, check_against_reference, close, expected, run_case,  # noqa: F401
                                small_model, structure)
@@ -243,4 +243,56 @@ def test_staged_exchange_matches_the_reference(lammps, tmp_path, small_model, mo
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs,
                                        pre=f"processors {grid}", style_args=" ghost_mode exchange fold_images no")
     assert "staged through pinned host memory" in output
+    check_against_reference(expected(model, atoms, q), thermo, dump)
+
+
+PK_HOST_DATA = ("-pk", "kokkos", "newton", "on", "neigh", "half")
+
+
+@pytest.mark.parametrize("name,nprocs,grid,precision", [
+    ("diamond64", 1, "1 1 1", "fp64"),
+    ("diamond64", 4, "2 2 1", "fp64"),
+    ("cluster", 4, "4 1 1", "fp64"),       # relays through ranks that own nothing
+    ("diamond64", 4, "2 2 1", "fp32")])
+def test_kokkos_device_communication_matches_the_reference(lammps, tmp_path, small_model, name, nprocs, grid,
+                                                           precision):
+    # edgeframe/kk's host-data path hands the exchange to LAMMPS-KOKKOS' device communication
+    # (pack_forward_comm_kokkos & co.) wherever LAMMPS keeps pair communication on the device:
+    # always on CPU builds (host memory, the same code), on GPU builds with one rank or with
+    # GPU-aware MPI. Without GPU-aware MPI a GPU build moves several ranks' pair communication to
+    # the host (test below), so the multi-rank cases need it there.
+    if nprocs > 1 and ON_GPU:
+        pytest.skip("several ranks on a GPU build use device communication only with GPU-aware MPI")
+    model, path = small_model
+    atoms, boundary = structure(name)
+    args = (*KOKKOS_ARGS, *PK_HOST_DATA)
+    if precision == "fp64":
+        q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs, args=args,
+                                           pre=f"processors {grid}", style_args=" ghost_mode exchange fold_images no")
+        assert "LAMMPS-KOKKOS device communication" in output, output[-2000:]
+        check_against_reference(expected(model, atoms, q), thermo, dump)
+        return
+    write_q = write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
+    script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp32 ghost_mode exchange fold_images no", model=path,
+                                 elements="C Cu", nktv2p=METAL_NKTV2P, pre=f"processors {grid}", extra="")
+    run = lammps(script, nprocs=nprocs, args=args)
+    assert run.returncode == 0, run.output[-3000:]
+    assert "LAMMPS-KOKKOS device communication" in run.output
+    thermo, dump = thermo_row(run.output), read_dump(tmp_path / "forces.dump", len(atoms))
+    ref, forces, _, _ = expected(model, atoms, write_q)
+    assert close(thermo[1], ref["energy"], rel=REL_TOL_FP32)
+    assert close(dump[:, 1:4], forces, rel=REL_TOL_FP32)
+
+
+@pytest.mark.parametrize("nprocs", [1, 4])
+def test_kokkos_exchange_through_host_buffers(lammps, tmp_path, small_model, monkeypatch, nprocs):
+    # EDGEFRAME_DEVICE_COMM=0 (and, on GPU builds, several ranks without GPU-aware MPI, which
+    # the 2-GPU runs of doc/benchmarks.md take): the exchange goes through LAMMPS' host buffers.
+    monkeypatch.setenv("EDGEFRAME_DEVICE_COMM", "0")
+    model, path = small_model
+    atoms, boundary = structure("diamond64")
+    q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs,
+                                       args=(*KOKKOS_ARGS, *PK_HOST_DATA), pre="processors * * *",
+                                       style_args=" ghost_mode exchange fold_images no")
+    assert "ghost mode exchange" in output and "LAMMPS-KOKKOS device communication" not in output, output[-2000:]
     check_against_reference(expected(model, atoms, q), thermo, dump)
