@@ -9,7 +9,10 @@
 # reps r gives 8 r^3 atoms (16: 32 768, 24: 110 592); the weak case stacks 2 r cells along z.
 # One rank on one GPU runs edgeframe/kk's device-resident path; two ranks run the host-data path
 # with per-layer exchange (doc/pair_style.md), so the 1-rank row with fold_images no (the same
-# host-data path, periodic images as ghosts) is printed too: it separates path from scaling.
+# host-data path, periodic images as ghosts) is printed too: it separates path from scaling. Since the
+# 2026-11-30 measurements that 1-rank row takes LAMMPS-KOKKOS' device communication (one rank keeps pair
+# communication on the device) while the 2-rank rows stage through the host (no CUDA-aware MPI);
+# EDGEFRAME_DEVICE_COMM=0 gives it the staged path of those measurements.
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out=${1:?usage: bench/gpu_scaling.sh OUTDIR [steps] [reps...]}; shift

@@ -79,9 +79,11 @@ void PairEdgeframeKokkos<DeviceType>::init_style()
     // pair communication on the device (GPU-aware MPI, or one rank; it moves it to the host
     // otherwise, e.g. several ranks without GPU-aware MPI), else through LAMMPS' host buffers.
     // EDGEFRAME_DEVICE_COMM=0 forces the host buffers.
+    // comm_style tiled: CommTiledKokkos sends pair communication to the host functions always.
     const char *env = std::getenv("EDGEFRAME_DEVICE_COMM");
-    m_exchange_device_comm = kSharesEngineMemory && !lmp->kokkos->forward_pair_comm_legacy &&
-                             !lmp->kokkos->reverse_pair_comm_legacy && !(env && std::string(env) == "0");
+    m_exchange_device_comm = kSharesEngineMemory && m_ghost_exchange && comm->style == Comm::BRICK &&
+                             !lmp->kokkos->forward_pair_comm_legacy && !lmp->kokkos->reverse_pair_comm_legacy &&
+                             !(env && std::string(env) == "0");
     if (m_exchange_device_comm) {
       // Device, not ExecutionSpaceFromDevice (HostKK on CPU builds, which CommKokkos sends to
       // the host functions): CPU builds then run the same device communication, in host memory.
@@ -304,6 +306,11 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
     atomKK->sync(Host, X_MASK | F_MASK | TYPE_MASK | TAG_MASK);
     PairEdgeframe::compute(eflag, vflag);
     atomKK->modified(Host, F_MASK);
+    // With device communication LAMMPS takes this style for a device style: VerletKokkos neither
+    // merges host forces nor keeps them from being cleared (allow_overlap with host bond or
+    // kspace styles), and CommKokkos' device reverse communication sends device forces without
+    // a sync. So the forces go to the device here.
+    if (execution_space == Device) atomKK->sync(Device, F_MASK);
     return;
   }
   if constexpr (kSharesEngineMemory) {

@@ -226,6 +226,11 @@ FeatureExchange::FeatureExchange(Comm *comm, Pair *pair) :
 
 FeatureExchange::~FeatureExchange() = default;
 
+int FeatureExchange::host_threads()
+{
+  return exchange_threads();
+}
+
 int FeatureExchange::stage_words(int width, edgeframe::RowType type)
 {
   edgeframe::NodeRows r;

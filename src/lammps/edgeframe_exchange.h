@@ -46,6 +46,9 @@ namespace edgeframe_glue {
     // comm_forward / comm_reverse): width for f64, width / 2 rounded up for f32.
     static int stage_words(int width, edgeframe::RowType type);
 
+    // OpenMP threads of the large host row loops (EDGEFRAME_EXCHANGE_THREADS; 1 without OpenMP).
+    static int host_threads();
+
     // Before each force call: this step's nodes (nullptr on a rank without nodes), the LAMMPS
     // atom counts nlocal and nall = nlocal + nghost, the row width D * C and the rows' element
     // type.

@@ -269,6 +269,10 @@ void PairEdgeframe::init_style()
     comm->cutghostuser = m_cutghost_before;
     m_cutghost_raised = false;
   }
+  if (m_exchange && comm->me == 0 && edgeframe_glue::FeatureExchange::host_threads() > 1 &&
+      !m_feature_exchange->device_comm())
+    utils::logmesg(lmp, "edgeframe: exchange host copies on {} OpenMP threads (EDGEFRAME_EXCHANGE_THREADS)\n",
+                   edgeframe_glue::FeatureExchange::host_threads());
   if (m_exchange && comm->me == 0)
     utils::logmesg(lmp,
                    "edgeframe: ghost mode exchange: ghost cutoff r_cut + skin = {:.4g} A; {} features per atom "

@@ -7,7 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from reference_case import ON_GPU, METAL_NKTV2P, RUN_0_SCRIPT, calc, read_dump, thermo_row, write_data
+from reference_case import (ON_GPU, METAL_NKTV2P, RUN_0_SCRIPT, calc, potential_io, random_init, read_dump,
+                            thermo_row, write_data)
 from test_lammps_behaviour import setup, thermo_table
 from test_vs_reference import (KOKKOS_ARGS, check_against_reference, close, expected, run_case,  # noqa: F401
                                small_model, structure)
@@ -15,6 +16,19 @@ from test_vs_reference import (KOKKOS_ARGS, check_against_reference, close, expe
 # fp32 engine vs the float64 reference, relative to the largest component: the engine tests
 # measured <= 2.9e-5 on forces (doc/engine.md, Precision); the same bound as there.
 REL_TOL_FP32 = 6e-5
+
+
+@pytest.fixture(scope="module")
+def odd_width_model(tmp_path_factory):
+    """small_model's shape with 7 channels: rows of 9 x 7 = 63 values, an odd count, so fp32 rows
+    end half-way through their last double slot (the padding of the exchange's stage)."""
+    cfg = random_init.make_config("L2", lmax=2, mmax=2, r_cut=2.8, layers=3, channels=7, hidden_channels=8,
+                                  ffn_channels=8, radial_hidden=16, readout_hidden=8, edge_emb=4,
+                                  avg_neighbors=20.0)
+    model = random_init.random_model(cfg, seed=11)
+    path = tmp_path_factory.mktemp("odd") / "odd.safetensors"
+    potential_io.write_potential(path, model)
+    return model, path
 
 
 def graph_line(output):
@@ -58,8 +72,11 @@ def test_exchange_matches_reference_and_shell(lammps, tmp_path, small_model, nam
         assert ge[0] < gs[0] and ge[1] < gs[1] and ge[3] < gs[3], (ge, gs)
 
 
-@pytest.mark.parametrize("path_kind,grid", [("direct", "4 1 1"), ("staged", "2 2 1"), ("staged-threaded", "2 2 1")])
-def test_exchange_fp32_matches_reference(lammps, tmp_path, small_model, monkeypatch, path_kind, grid):
+@pytest.mark.parametrize("path_kind,grid,odd", [("direct", "4 1 1", False), ("staged", "2 2 1", False),
+                                               ("staged-threaded", "2 2 1", False), ("direct", "4 1 1", True),
+                                               ("staged", "2 2 1", True)])
+def test_exchange_fp32_matches_reference(lammps, tmp_path, small_model, odd_width_model, monkeypatch, path_kind, grid,
+                                         odd):
     # Float features travel as their bytes, two per slot of LAMMPS' double buffers, and float
     # gradients are summed onto their owners in float: 4 ranks, so most rows cross a rank.
     # staged: the CUDA builds' path (float kernels over a stage of doubles' bytes); threaded:
@@ -70,7 +87,7 @@ def test_exchange_fp32_matches_reference(lammps, tmp_path, small_model, monkeypa
     if path_kind.endswith("threaded"):
         monkeypatch.setenv("EDGEFRAME_EXCHANGE_THREADS", "2")
         monkeypatch.setenv("EDGEFRAME_EXCHANGE_PARALLEL_BYTES", "0")
-    model, path = small_model
+    model, path = odd_width_model if odd else small_model
     atoms, boundary = structure("diamond64")
     write_q = write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
     script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp32 ghost_mode exchange", model=path,
@@ -113,29 +130,41 @@ run 40
 
 @pytest.mark.parametrize("staged", [False, True])
 def test_exchange_with_null_types_on_several_ranks(lammps, tmp_path, small_model, monkeypatch, staged):
-    # Cu NULL for edgeframe (lj/cut does it): ranks whose owned atoms are all Cu have no
-    # nodes and still take part in the exchanges. Staged (the CUDA builds' path): owned atoms
-    # that are no node sit between the nodes in the device-side reordering; the host loops run
-    # threaded there, and unthreaded in the other case.
+    # Cu NULL for edgeframe (lj/cut with epsilon 0 takes them): ranks whose owned atoms are all
+    # Cu have no nodes and still take part in the exchanges, and Cu atoms relay gradients in the
+    # reverse exchange without adding any. Energy and forces against the reference on the carbon
+    # atoms alone (forces are what the reverse exchange reaches). Staged (the CUDA builds' path,
+    # host loops threaded): owned atoms that are no node sit between the nodes in the
+    # device-side reordering.
     if staged:
         monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
         monkeypatch.setenv("EDGEFRAME_EXCHANGE_THREADS", "2")
         monkeypatch.setenv("EDGEFRAME_EXCHANGE_PARALLEL_BYTES", "0")
     model, path = small_model
     atoms, _ = structure("triclinic_ccu16")
+    q = write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
     base = setup(tmp_path, atoms, path, pre="processors 3 1 1")
     script = base.replace("pair_style edgeframe precision fp64",
                           "pair_style hybrid edgeframe precision fp64 ghost_mode exchange lj/cut 3.0").replace(
         f"pair_coeff * * {path} C Cu",
         f"pair_coeff * * edgeframe {path} C NULL\npair_coeff 1 2 lj/cut 0.0 1.5\npair_coeff 2 2 lj/cut 0.0 1.5")
-    script += "compute ml all pair edgeframe\nthermo_style custom step c_ml\nthermo_modify format float %.15g\nrun 0 post no\n"
+    script += ("compute ml all pair edgeframe\nthermo_style custom step c_ml\nthermo_modify format float %.15g\n"
+               "dump d all custom 1 forces.dump id fx fy fz\ndump_modify d format float %.17g sort id\n"
+               "run 0 post no\n")
     run = lammps(script, nprocs=3)
     assert run.returncode == 0, run.output[-2000:]
-    carbon = atoms.copy()
+    assert ("staged through pinned host memory" in run.output) == staged
+    assert staged == ("exchange host copies on 2 OpenMP threads" in run.output)
     keep = [k for k, s in enumerate(atoms.symbols) if s == "C"]
+    carbon = atoms.copy()
     carbon.positions = atoms.positions[keep]
     carbon.symbols = [atoms.symbols[k] for k in keep]
-    assert close(thermo_table(run.output)[0][1], calc.evaluate(model, carbon)["energy"])
+    ref = calc.evaluate(model, carbon)
+    assert close(thermo_table(run.output)[0][1], ref["energy"])
+    forces = read_dump(tmp_path / "forces.dump", len(atoms))[:, 1:4]
+    expect = np.zeros((len(atoms), 3))
+    expect[keep] = ref["forces"] @ q.T
+    assert close(forces, expect)
 
 
 @pytest.mark.parametrize("mode", ["exchange", "shell"])
@@ -253,9 +282,10 @@ PK_HOST_DATA = ("-pk", "kokkos", "newton", "on", "neigh", "half")
     ("diamond64", 1, "1 1 1", "fp64"),
     ("diamond64", 4, "2 2 1", "fp64"),
     ("cluster", 4, "4 1 1", "fp64"),       # relays through ranks that own nothing
-    ("diamond64", 4, "2 2 1", "fp32")])
-def test_kokkos_device_communication_matches_the_reference(lammps, tmp_path, small_model, name, nprocs, grid,
-                                                           precision):
+    ("diamond64", 4, "2 2 1", "fp32"),
+    ("diamond64", 1, "1 1 1", "fp32")])
+def test_kokkos_device_communication_matches_the_reference(lammps, tmp_path, small_model, odd_width_model, name,
+                                                           nprocs, grid, precision):
     # edgeframe/kk's host-data path hands the exchange to LAMMPS-KOKKOS' device communication
     # (pack_forward_comm_kokkos & co.) wherever LAMMPS keeps pair communication on the device:
     # always on CPU builds (host memory, the same code), on GPU builds with one rank or with
@@ -263,7 +293,7 @@ def test_kokkos_device_communication_matches_the_reference(lammps, tmp_path, sma
     # the host (test below), so the multi-rank cases need it there.
     if nprocs > 1 and ON_GPU:
         pytest.skip("several ranks on a GPU build use device communication only with GPU-aware MPI")
-    model, path = small_model
+    model, path = odd_width_model if precision == "fp32" else small_model    # fp32: rows end mid-slot
     atoms, boundary = structure(name)
     args = (*KOKKOS_ARGS, *PK_HOST_DATA)
     if precision == "fp64":
