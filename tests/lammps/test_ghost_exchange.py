@@ -16,6 +16,8 @@ from test_vs_reference import (KOKKOS_ARGS, check_against_reference, close, expe
 # fp32 engine vs the float64 reference, relative to the largest component: the engine tests
 # measured <= 2.9e-5 on forces (doc/engine.md, Precision); the same bound as there.
 REL_TOL_FP32 = 6e-5
+# edgeframe/kk's host-data path needs newton on (LAMMPS-KOKKOS' GPU default is off).
+PK_HOST_DATA = ("-pk", "kokkos", "newton", "on", "neigh", "half")
 
 
 @pytest.fixture(scope="module")
@@ -207,13 +209,18 @@ def test_bad_ghost_mode_timing_and_activations_are_errors(lammps, tmp_path, smal
         assert run.returncode != 0 and text in run.output, run.output[-2000:]
 
 
-def test_exchange_with_comm_style_tiled(lammps, tmp_path, small_model):
+@pytest.mark.parametrize("kokkos", [False, True])
+def test_exchange_with_comm_style_tiled(lammps, tmp_path, small_model, kokkos):
     # comm_style tiled + an RCB balance: irregular subdomains, CommTiled's own swap pattern.
+    # edgeframe/kk: CommTiledKokkos always calls the host pack functions, so /kk must not choose
+    # LAMMPS-KOKKOS' device communication there.
     model, path = small_model
     atoms, boundary = structure("bcc_cu54")
+    args = (*KOKKOS_ARGS, *PK_HOST_DATA) if kokkos else ()
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=3, pre="comm_style tiled",
-                                       extra="balance 1.0 rcb", style_args=" ghost_mode exchange")
-    assert "ghost mode exchange" in output
+                                       extra="balance 1.0 rcb", style_args=" ghost_mode exchange", args=args)
+    assert "ghost mode exchange" in output and "LAMMPS-KOKKOS device communication" not in output
+    assert ("pair edgeframe/kk" in output) == kokkos
     check_against_reference(expected(model, atoms, q), thermo, dump, per_atom=False)
 
 
@@ -274,8 +281,6 @@ def test_staged_exchange_matches_the_reference(lammps, tmp_path, small_model, mo
     assert "staged through pinned host memory" in output
     check_against_reference(expected(model, atoms, q), thermo, dump)
 
-
-PK_HOST_DATA = ("-pk", "kokkos", "newton", "on", "neigh", "half")
 
 
 @pytest.mark.parametrize("name,nprocs,grid,precision", [
