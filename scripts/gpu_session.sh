@@ -143,9 +143,11 @@ do_looporder() {
     for shape in L2 L3; do
       for order in rows lanes; do
         echo "-- $shape, EDGEFRAME_LOOP_ORDER=$order, fp32"
-        EDGEFRAME_LOOP_ORDER=$order "$bench" --shape "$shape" --cells 4 --reps 10 --precision fp32 | grep -E "step|edgeframe::(edge_frame_pack_backward|unrotate)|LibTorch"
+        EDGEFRAME_LOOP_ORDER=$order "$bench" --shape "$shape" --cells 4 --reps 10 --precision fp32 > /tmp/looporder.out || status=1
+        grep -E "step|edgeframe::(edge_frame_pack_backward|unrotate)|LibTorch" /tmp/looporder.out
         EDGEFRAME_LOOP_ORDER=$order "$bench" --shape "$shape" --cells 4 --reps 1 --precision fp64 \
-          --forces-out "/tmp/forces-$order" | grep -E "^  step \("
+          --forces-out "/tmp/forces-$order" > /tmp/looporder.out || status=1
+        grep -E "^  step \(" /tmp/looporder.out
       done
       "$EDGEFRAME_PYTHON" -c "import numpy as np, sys; r, l = (np.fromfile(f'/tmp/forces-{o}.$shape.4') for o in ('rows', 'lanes')); print('$shape fp64 forces, lanes vs rows: max |dF| %.3e of max |F| %.3e' % (abs(r - l).max(), abs(r).max()))"
     done
@@ -159,7 +161,7 @@ do_precision() {
   {
     for p in fp64 fp32 tf32; do
       lmp -k on g 1 -sf kk -in bench/in.forces_dump -var plugin "$plugin" -var precision "$p" \
-        -var dump "/tmp/forces-$p.dump" -log none -screen "/tmp/precision-$p.log" || echo "$p: lmp failed"
+        -var dump "/tmp/forces-$p.dump" -log none -screen "/tmp/precision-$p.log" || { echo "$p: lmp failed"; status=1; }
       echo "$p: $(grep -A1 -E '^ +Step' "/tmp/precision-$p.log" | tail -1)"
     done
     "$EDGEFRAME_PYTHON" - << 'PYEOF'
@@ -174,7 +176,7 @@ for p in ("fp32", "tf32"):
 PYEOF
     for p in fp32 tf32; do
       lmp -k on g 1 -sf kk -in examples/gpu/in.diamond-gpu -var plugin "$plugin" -var precision "$p" \
-        -var steps "${PRECISION_STEPS:-400}" -log "/tmp/nve-$p.log" -screen none || echo "$p NVE: lmp failed"
+        -var steps "${PRECISION_STEPS:-400}" -log "/tmp/nve-$p.log" -screen none || { echo "$p NVE: lmp failed"; status=1; }
       echo "-- NVE $p (thermo: step temp pe etotal press)"
       sed -n '/^ *Step/,/^Loop time/p' "/tmp/nve-$p.log"
     done
@@ -200,7 +202,8 @@ do_scaling() {
     | tee "$OUT/scaling.md"
   kill $smi 2>/dev/null
   local f
-  for f in "$OUT"/scaling/log.*[^t]; do    # the per-case time split (not the .stdout files)
+  for f in "$OUT"/scaling/log.*; do    # the per-case time split
+    [[ $f == *.stdout ]] && continue
     echo "   ${f##*/log.}: $(grep -h "edgeframe timing detail" "$f" | sed 's/.*ranks): //')"
   done
   # One file for all the logs (the device tool brings back at most 8 files).

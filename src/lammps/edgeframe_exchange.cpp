@@ -93,13 +93,20 @@ void stage_to_rows(const double *stage, int stage_words, const NodeMap &nodes, i
   });
 }
 
-// in[0..n) added onto out[0..n), both the rows' element type stored in doubles' bytes.
+// in[0..n) added onto out[0..n), both the rows' element type stored in doubles' bytes (read and
+// written through memcpy: a float lvalue over double storage would break strict aliasing).
 template <class T>
 void add_row(const double *in, double *out, int n)
 {
-  const T *a = reinterpret_cast<const T *>(in);
-  T *b = reinterpret_cast<T *>(out);
-  for (int c = 0; c < n; c++) b[c] += a[c];
+  const char *a = reinterpret_cast<const char *>(in);
+  char *b = reinterpret_cast<char *>(out);
+  for (int c = 0; c < n; c++) {
+    T x, y;
+    std::memcpy(&x, a + c * sizeof(T), sizeof(T));
+    std::memcpy(&y, b + c * sizeof(T), sizeof(T));
+    y += x;
+    std::memcpy(b + c * sizeof(T), &y, sizeof(T));
+  }
 }
 
 void check_rows(const edgeframe::NodeRows &r, int n_nodes, int width, edgeframe::RowType type, const char *what)
