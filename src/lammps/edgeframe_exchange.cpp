@@ -212,8 +212,16 @@ void add_buffer_rows(double *stage, const double *buf, const int *list, int n, i
   Kokkos::parallel_for(
       "edgeframe::exchange_device_unpack_reverse", Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({0, 0}, {n, width}),
       KOKKOS_LAMBDA(const int q, const int c) {
-        reinterpret_cast<T *>(stage)[std::size_t(list[q]) * per_row + c] += reinterpret_cast<const T *>(buf)[std::size_t(q) * per_row + c];
+        const T add = reinterpret_cast<const T *>(buf)[std::size_t(q) * per_row + c];
+        reinterpret_cast<T *>(stage)[std::size_t(list[q]) * per_row + c] += add;
       });
+}
+
+// A view of n elements, not zeroed (every element is written before it is read).
+template <class V>
+V uninitialised(const std::string &label, std::size_t n)
+{
+  return V(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), n);
 }
 
 }    // namespace
@@ -271,13 +279,13 @@ void FeatureExchange::bind(const NodeMap *nodes, int nlocal, int nall, int width
     Staged &s = *m_dev;
     const std::size_t words = std::size_t(nall) * m_words;
     if (s.device.extent(0) < words)    // grown on demand, never shrunk
-      s.device = decltype(s.device)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::exchange stage"), words);
+      s.device = uninitialised<decltype(s.device)>("edgeframe::exchange stage", words);
     if (!m_device_comm && s.host.extent(0) < words)
-      s.host = decltype(s.host)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::exchange stage (pinned)"), words);
+      s.host = uninitialised<decltype(s.host)>("edgeframe::exchange stage (pinned)", words);
     if (int(s.atom_of_node.extent(0)) < n_nodes)
-      s.atom_of_node = decltype(s.atom_of_node)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::exchange atom_of_node"), n_nodes);
+      s.atom_of_node = uninitialised<decltype(s.atom_of_node)>("edgeframe::exchange atom_of_node", n_nodes);
     if (int(s.node_of_atom.extent(0)) < nall)
-      s.node_of_atom = decltype(s.node_of_atom)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::exchange node_of_atom"), nall);
+      s.node_of_atom = uninitialised<decltype(s.node_of_atom)>("edgeframe::exchange node_of_atom", nall);
     if (n_nodes)
       Kokkos::deep_copy(Kokkos::subview(s.atom_of_node, std::make_pair(0, n_nodes)),
                         Kokkos::View<const int *, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(nodes->atom_of_node.data(), n_nodes));

@@ -7,11 +7,10 @@ import re
 import numpy as np
 import pytest
 
-from reference_case import (ON_GPU, METAL_NKTV2P, RUN_0_SCRIPT, calc, potential_io, random_init, read_dump,
-                            thermo_row, write_data)
+from reference_case import ON_GPU, METAL_NKTV2P, RUN_0_SCRIPT, calc, read_dump, thermo_row, write_data
 from test_lammps_behaviour import setup, thermo_table
-from test_vs_reference import (KOKKOS_ARGS, check_against_reference, close, expected, run_case,  # noqa: F401
-                               small_model, structure)
+from test_vs_reference import (KOKKOS_ARGS, check_against_reference, close, expected,  # noqa: F401
+                               make_small_model, run_case, small_model, structure)
 
 # fp32 engine vs the float64 reference, relative to the largest component: the engine tests
 # measured <= 2.9e-5 on forces (doc/engine.md, Precision); the same bound as there.
@@ -24,13 +23,7 @@ PK_HOST_DATA = ("-pk", "kokkos", "newton", "on", "neigh", "half")
 def odd_width_model(tmp_path_factory):
     """small_model's shape with 7 channels: rows of 9 x 7 = 63 values, an odd count, so fp32 rows
     end half-way through their last double slot (the padding of the exchange's stage)."""
-    cfg = random_init.make_config("L2", lmax=2, mmax=2, r_cut=2.8, layers=3, channels=7, hidden_channels=8,
-                                  ffn_channels=8, radial_hidden=16, readout_hidden=8, edge_emb=4,
-                                  avg_neighbors=20.0)
-    model = random_init.random_model(cfg, seed=11)
-    path = tmp_path_factory.mktemp("odd") / "odd.safetensors"
-    potential_io.write_potential(path, model)
-    return model, path
+    return make_small_model(tmp_path_factory, channels=7, seed=11)
 
 
 def graph_line(output):

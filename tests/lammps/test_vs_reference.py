@@ -21,17 +21,21 @@ def close(a, b, rel=REL_TOL_FP64, floor=ABS_FLOOR):
     return np.all(np.isfinite(a)) and np.abs(a - b).max() <= rel * scale + floor
 
 
-@pytest.fixture(scope="module")
-def small_model(tmp_path_factory):
+def make_small_model(tmp_path_factory, channels=8, seed=7):
     """A random model sized so that the ghost shell mode (T r_cut + skin) stays cheap. Three layers:
     with two, the m != 0 band rows and the m > 0 SO(2) blocks cannot reach the energy."""
-    cfg = random_init.make_config("L2", lmax=2, mmax=2, r_cut=2.8, layers=3, channels=8, hidden_channels=8,
+    cfg = random_init.make_config("L2", lmax=2, mmax=2, r_cut=2.8, layers=3, channels=channels, hidden_channels=8,
                                   ffn_channels=8, radial_hidden=16, readout_hidden=8, edge_emb=4,
                                   avg_neighbors=20.0)
-    model = random_init.random_model(cfg, seed=7)
-    path = tmp_path_factory.mktemp("model") / "small.safetensors"
+    model = random_init.random_model(cfg, seed=seed)
+    path = tmp_path_factory.mktemp("model") / f"small-c{channels}.safetensors"
     potential_io.write_potential(path, model)
     return model, path
+
+
+@pytest.fixture(scope="module")
+def small_model(tmp_path_factory):
+    return make_small_model(tmp_path_factory)
 
 
 def structure(name):
