@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from reference_case import ON_GPU, METAL_NKTV2P, RUN_0_SCRIPT, calc, read_dump, thermo_row, write_data
+from reference_case import ON_GPU, METAL_NKTV2P, RUN_0_SCRIPT, calc, read_dump, write_data
 from test_lammps_behaviour import setup, thermo_table
 from test_vs_reference import (KOKKOS_ARGS, check_against_reference, close, expected,  # noqa: F401
                                make_small_model, run_case, small_model, structure)
@@ -24,6 +24,13 @@ def odd_width_model(tmp_path_factory):
     """small_model's shape with 7 channels: rows of 9 x 7 = 63 values, an odd count, so fp32 rows
     end half-way through their last double slot (the padding of the exchange's stage)."""
     return make_small_model(tmp_path_factory, channels=7, seed=11)
+
+
+def check_fp32_against_reference(model, atoms, q, thermo, dump):
+    """Energy and forces of an fp32 run against the float64 reference (REL_TOL_FP32)."""
+    ref, forces, _, _ = expected(model, atoms, q)
+    assert close(thermo[1], ref["energy"], rel=REL_TOL_FP32)
+    assert close(dump[:, 1:4], forces, rel=REL_TOL_FP32)
 
 
 def graph_line(output):
@@ -84,16 +91,10 @@ def test_exchange_fp32_matches_reference(lammps, tmp_path, small_model, odd_widt
         monkeypatch.setenv("EDGEFRAME_EXCHANGE_PARALLEL_BYTES", "0")
     model, path = odd_width_model if odd else small_model
     atoms, boundary = structure("diamond64")
-    write_q = write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
-    script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp32 ghost_mode exchange", model=path,
-                                 elements="C Cu", nktv2p=METAL_NKTV2P, pre=f"processors {grid}", extra="")
-    run = lammps(script, nprocs=4)
-    assert run.returncode == 0, run.output[-3000:]
-    assert ("staged through pinned host memory" in run.output) == path_kind.startswith("staged")
-    thermo, dump = thermo_row(run.output), read_dump(tmp_path / "forces.dump", len(atoms))
-    ref, forces, virial, _ = expected(model, atoms, write_q)
-    assert close(thermo[1], ref["energy"], rel=REL_TOL_FP32)
-    assert close(dump[:, 1:4], forces, rel=REL_TOL_FP32)
+    q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=4, pre=f"processors {grid}",
+                                       style_args=" ghost_mode exchange", precision="fp32")
+    assert ("staged through pinned host memory" in output) == path_kind.startswith("staged")
+    check_fp32_against_reference(model, atoms, q, thermo, dump)
 
 
 def test_exchange_md_with_migration_equals_shell(lammps, tmp_path, small_model):
@@ -293,23 +294,14 @@ def test_kokkos_device_communication_matches_the_reference(lammps, tmp_path, sma
         pytest.skip("several ranks on a GPU build use device communication only with GPU-aware MPI")
     model, path = odd_width_model if precision == "fp32" else small_model    # fp32: rows end mid-slot
     atoms, boundary = structure(name)
-    args = (*KOKKOS_ARGS, *PK_HOST_DATA)
+    q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs,
+                                       args=(*KOKKOS_ARGS, *PK_HOST_DATA), pre=f"processors {grid}",
+                                       style_args=" ghost_mode exchange fold_images no", precision=precision)
+    assert "LAMMPS-KOKKOS device communication" in output, output[-2000:]
     if precision == "fp64":
-        q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs, args=args,
-                                           pre=f"processors {grid}", style_args=" ghost_mode exchange fold_images no")
-        assert "LAMMPS-KOKKOS device communication" in output, output[-2000:]
         check_against_reference(expected(model, atoms, q), thermo, dump)
-        return
-    write_q = write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
-    script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp32 ghost_mode exchange fold_images no", model=path,
-                                 elements="C Cu", nktv2p=METAL_NKTV2P, pre=f"processors {grid}", extra="")
-    run = lammps(script, nprocs=nprocs, args=args)
-    assert run.returncode == 0, run.output[-3000:]
-    assert "LAMMPS-KOKKOS device communication" in run.output
-    thermo, dump = thermo_row(run.output), read_dump(tmp_path / "forces.dump", len(atoms))
-    ref, forces, _, _ = expected(model, atoms, write_q)
-    assert close(thermo[1], ref["energy"], rel=REL_TOL_FP32)
-    assert close(dump[:, 1:4], forces, rel=REL_TOL_FP32)
+    else:
+        check_fp32_against_reference(model, atoms, q, thermo, dump)
 
 
 @pytest.mark.parametrize("nprocs", [1, 4])

@@ -54,10 +54,11 @@ def structure(name):
     raise KeyError(name)
 
 
-def run_case(lammps, tmp_path, model_path, atoms, boundary, nprocs=1, pre="", extra="", args=(), style_args=""):
+def run_case(lammps, tmp_path, model_path, atoms, boundary, nprocs=1, pre="", extra="", args=(), style_args="",
+             precision="fp64"):
     elements = ["C", "Cu"]
     q = write_data(tmp_path / "data.lmp", atoms, elements)
-    script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp64" + style_args, model=model_path, elements="C Cu",
+    script = RUN_0_SCRIPT.format(boundary=boundary, precision=precision + style_args, model=model_path, elements="C Cu",
                                  nktv2p=METAL_NKTV2P, pre=pre, extra=extra)
     run = lammps(script, nprocs=nprocs, args=args)
     assert run.returncode == 0, run.output[-3000:]
