@@ -7,9 +7,11 @@
 // LibTorch (GEMMs, activations, autograd bookkeeping).
 //
 //   edgeframe_bench [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32]
-//                   [--recompute [--edge-chunk N]] [--forces-out PREFIX]
+//                   [--recompute [--edge-chunk N]] [--forces-out PREFIX] [--torch-profile [--trace FILE]]
 // The step time is measured twice: without fences (what a run sees) and with a fence around each
 // kernel (the per-kernel split). --forces-out writes PREFIX.<shape>.<cells> (raw doubles [N, 3]).
+// --torch-profile adds a third pass under LibTorch's profiler: GPU time per kernel family and the
+// heaviest kernels (torch_profile.hpp); --trace FILE also saves its Chrome trace.
 //
 // Case mode (tools/gate.py, the multi-scale gate of issue #7): one given model and structure,
 //   edgeframe_bench --case FILE --potential FILE.safetensors [--precision P] [--recompute] [--reps N]
@@ -35,6 +37,7 @@
 #include "band_layout.hpp"
 #include "evaluator.hpp"
 #include "potential.hpp"
+#include "torch_profile.hpp"
 
 namespace {
 
@@ -323,9 +326,9 @@ int main(int argc, char** argv) {
   std::string shapes = "all", precision = "fp32";
   std::vector<int> cells = {4, 6, 8};
   int reps = 3, warmup = 2;
-  bool recompute = false;
+  bool recompute = false, torch_profile = false;
   int edge_chunk = 0;
-  std::string case_path, potential_path, forces_out;
+  std::string case_path, potential_path, forces_out, trace_path;
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     auto next = [&]() { return a + 1 < argc ? std::string(argv[++a]) : std::string(); };
@@ -337,6 +340,8 @@ int main(int argc, char** argv) {
     else if (arg == "--potential") potential_path = next();
     else if (arg == "--forces-out") forces_out = next();
     else if (arg == "--recompute") recompute = true;
+    else if (arg == "--torch-profile") torch_profile = true;
+    else if (arg == "--trace") trace_path = next();
     else if (arg == "--edge-chunk") edge_chunk = std::stoi(next());
     else if (arg == "--cells") {
       cells.clear();
@@ -347,7 +352,7 @@ int main(int argc, char** argv) {
         p = q == std::string::npos ? list.size() : q + 1;
       }
     } else if (arg != "--kokkos-num-threads" && arg.rfind("--kokkos", 0) != 0) {
-      std::fprintf(stderr, "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32] [--recompute [--edge-chunk N]] [--forces-out PREFIX]\n"
+      std::fprintf(stderr, "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32] [--recompute [--edge-chunk N]] [--forces-out PREFIX] [--torch-profile [--trace FILE]]\n"
                            "       %s --case FILE --potential FILE [--precision P] [--recompute] [--reps N] [--warmup N] [--forces-out FILE]\n",
                    argv[0], argv[0]);
       return 2;
@@ -425,6 +430,9 @@ int main(int argc, char** argv) {
       }
       std::printf("  %-46s %10.2f %6.1f%%\n", "LibTorch + glue (step - kernels)", 1e3 * (step - kernels),
                   100 * (step - kernels) / step);
+      if (torch_profile)
+        bench::profile_steps(reps, unfenced, [&] { ev.compute(graph, x, what); },
+                             trace_path.empty() ? "" : trace_path + "." + shape + "." + std::to_string(nc) + ".json");
     }
   }
   return 0;

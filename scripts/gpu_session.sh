@@ -16,7 +16,8 @@
 #        CUDA libraries of torch and Kokkos, which makes the whole suite slow there.
 # gate:  tools/gate.py (GATE_ARGS, GATE_BUDGET) into $OUT/gate.
 # profile: bench/edgeframe_bench's per-kernel split (fenced around each kernel) and compulsory
-#        bytes / FLOPs per kernel, L2 and L3 at 512 atoms, fp32, into $OUT/profile.log.
+#        bytes / FLOPs per kernel, then GPU time per kernel family and the heaviest torch and
+#        Kokkos kernels (--torch-profile), L2 and L3 at 512 atoms, fp32, into $OUT/profile.log.
 # Run it from a script file, never as `bash /dev/stdin <<EOF` (doc/gpu-notes.md).
 # example: examples/gpu/in.diamond-gpu into $OUT/log.diamond-gpu.
 # looporder: the two loop orders of the backward kernels (EDGEFRAME_LOOP_ORDER=rows|lanes,
@@ -121,15 +122,15 @@ do_gate() {
 
 do_profile() {
   echo "== profile: bench/edgeframe_bench, per kernel"
-  { "$build/bench/edgeframe_bench" --shape L2 --cells 4 --reps 3 --precision fp32
-    "$build/bench/edgeframe_bench" --shape L3 --cells 4 --reps 2 --precision fp32
+  { "$build/bench/edgeframe_bench" --shape L2 --cells 4 --reps 3 --precision fp32 --torch-profile
+    "$build/bench/edgeframe_bench" --shape L3 --cells 4 --reps 2 --precision fp32 --torch-profile
     "$EDGEFRAME_PYTHON" tools/roofline_probe.py; } > "$OUT/profile.log" 2>&1 || status=1
   cat "$OUT/profile.log"
   if [[ -n ${NCU:-} ]] && command -v ncu > /dev/null; then
     # Hardware counters of the first Kokkos kernels of one L2 step (edgeframe's kernels are all
     # Kokkos launches; torch's are not): speed of light, memory, occupancy.
     echo "== profile: ncu on the Kokkos kernels of one L2 step (NCU_LAUNCHES=${NCU_LAUNCHES:-40})"
-    timeout "${NCU_TIMEOUT:-180}" ncu --kernel-name regex:cuda_parallel_launch --launch-count "${NCU_LAUNCHES:-40}" \
+    timeout "${NCU_TIMEOUT:-180}" ncu --clock-control none --kernel-name regex:cuda_parallel_launch --launch-count "${NCU_LAUNCHES:-40}" \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
       "$build/bench/edgeframe_bench" --shape L2 --cells 4 --reps 1 --warmup 1 --precision fp32 > "$OUT/ncu.log" 2>&1 || true
     grep -cE "^  [A-Za-z].*\(" "$OUT/ncu.log" | sed 's/^/   kernels profiled: /'
