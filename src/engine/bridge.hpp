@@ -99,8 +99,11 @@ torch::Tensor tensor_of(const View& v, std::initializer_list<int64_t> sizes) {
   if (static_cast<size_t>(count) > v.span())
     throw ComputeError("edgeframe bridge: tensor over view " + v.label() + " needs " + std::to_string(count) +
                        " elements, the view has " + std::to_string(v.span()));
-  return torch::from_blob(const_cast<std::remove_const_t<T>*>(v.data()), torch::IntArrayRef(sizes),
-                          torch::TensorOptions().dtype(dtype_of<T>()).device(device()));
+  const auto options = torch::TensorOptions().dtype(dtype_of<T>()).device(device());
+  // A rank whose atoms have no edges hands over empty views, whose data() may be null: CUDA's
+  // from_blob asks the driver where a null pointer lives and throws (seen on the H200).
+  if (count == 0) return torch::empty(torch::IntArrayRef(sizes), options);
+  return torch::from_blob(const_cast<std::remove_const_t<T>*>(v.data()), torch::IntArrayRef(sizes), options);
 }
 
 }  // namespace edgeframe::bridge

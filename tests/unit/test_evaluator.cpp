@@ -298,6 +298,9 @@ TEST(Evaluator, RepeatRunsAreBitIdenticalAndAWarmStepGrowsNoScratch) {
   }
 }
 
+// fp32 mode's accuracy contract: forces within 1e-5 (relative to max |F|) of fp64.
+constexpr double kFp32Contract = 1e-5;
+
 TEST(Evaluator, RecomputedEdgePartsGiveTheSameResults) {
   // recompute_layers runs every layer's edge part twice (without autograd, then again in the
   // backward pass), in edge chunks (graph_chunk.hpp) when edge_chunk > 0: 0 = one chunk, 250 =
@@ -327,9 +330,12 @@ TEST(Evaluator, RecomputedEdgePartsGiveTheSameResults) {
           // layer and chunk.
           EXPECT_EQ(recompute.layers_recomputed() - before, pot.config.layers * chunks) << name << " chunk " << chunk;
           EXPECT_EQ(keep.layers_recomputed(), 0) << name;
-          // fp32: chunks add their float aggregates in another order (measured up to 5e-7 of
-          // max |F|; the fp32-vs-fp64 golden bound is 6e-5).
-          const double tol = p == Precision::fp64 ? 1e-13 : 3e-6;
+          // fp32: chunks add their float aggregates in another order, and on a GPU cuBLAS picks
+          // other GEMM kernels (other reduction orders) for the chunks' shapes: measured up to
+          // 5e-7 of max |F| on the CPU and 4.7e-6 on the H200 (atom virial; forces 3.7e-6). The
+          // bound is fp32 mode's contract, forces within 1e-5 of fp64 (issue #7); a chunk lost
+          // or counted twice moves results by O(1).
+          const double tol = p == Precision::fp64 ? 1e-13 : kFp32Contract;
           EXPECT_NEAR(b.energy, a.energy, tol * std::fabs(a.energy)) << name;
           EXPECT_LT(rel_err(b.forces, a.forces), tol) << name << " chunk " << chunk << " n_local " << n_local;
           EXPECT_LT(rel_err(std::vector<double>(b.virial.begin(), b.virial.end()),
@@ -344,7 +350,7 @@ TEST(Evaluator, RecomputedEdgePartsGiveTheSameResults) {
         const auto again = upload(g, g.x);
         const auto c = run(recompute, again), k = run(keep, again);
         EXPECT_EQ(recompute.edge_chunk_builds(), chunk > 0 ? 2 : 0) << name;
-        EXPECT_LT(rel_err(c.forces, k.forces), p == Precision::fp64 ? 1e-13 : 3e-6) << name << " new graph";
+        EXPECT_LT(rel_err(c.forces, k.forces), p == Precision::fp64 ? 1e-13 : kFp32Contract) << name << " new graph";
       }
     }
   }

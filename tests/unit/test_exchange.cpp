@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bridge.hpp"
 #include "evaluator.hpp"
 #include "exchange.hpp"
 #include "ops.hpp"
@@ -52,10 +53,18 @@ class TableExchange : public NodeExchange {
   }
 
  private:
+  // The rows live where the engine computes (GPU memory on CUDA builds): the table works on a
+  // host copy and writes it back (on host builds cpu() is the same storage, nothing is copied).
   template <class Fn>
   static void apply(const NodeRows& r, Fn&& fn) {
-    if (r.type == RowType::f64) fn(static_cast<double*>(r.data));
-    else fn(static_cast<float*>(r.data));
+    if (r.rows == 0 || r.width == 0) return;
+    const auto dtype = r.type == RowType::f64 ? torch::kFloat64 : torch::kFloat32;
+    const torch::Tensor rows =
+        torch::from_blob(r.data, {r.rows, r.width}, torch::TensorOptions().dtype(dtype).device(bridge::device()));
+    torch::Tensor host = rows.cpu();
+    if (r.type == RowType::f64) fn(host.data_ptr<double>());
+    else fn(host.data_ptr<float>());
+    if (host.data_ptr() != rows.data_ptr()) rows.copy_(host);
   }
   int m_n_local;
   std::vector<int> m_owner;
