@@ -175,17 +175,10 @@ struct Evaluator::Impl {
   // x / sqrt(mean(x^2 over dims) + norm_eps). In fp32 the squares and their mean are taken in
   // double: features above ~1.8e19 would square to inf in float and the quotient would be a
   // silent 0 (finite, wrong forces). Node-level tensors only, so the widening costs little.
-  Tensor rms_normalise(const Tensor& x, torch::IntArrayRef dims) const {
-    if (x.scalar_type() == torch::kFloat64) return x / torch::sqrt(x.pow(2).mean(dims, true) + cfg.norm_eps);
-    const Tensor wide = x.to(torch::kFloat64);
-    return (wide / torch::sqrt(wide.pow(2).mean(dims, true) + cfg.norm_eps)).to(x.scalar_type());
-  }
-
-  // Per degree l: h / sqrt(mean_{m,c} h^2 + eps) * scale[l, c].  h [N, D, C]
-  Tensor rms_norm_eq(const Tensor& h, const Tensor& scale) const {
-    std::vector<Tensor> parts;
-    for (int l = 0; l <= cfg.lmax; ++l) parts.push_back(rms_normalise(h.narrow(1, l * l, 2 * l + 1), {1, 2}) * scale[l]);
-    return torch::cat(parts, 1);
+  // Per degree l: h / sqrt(mean_{m,c} h^2 + eps) * scale[l]; h [N, >= (lmax+1)^2, C], scale
+  // [lmax+1, C]. One kernel each way (rms_norm.hpp), the mean and rms in double.
+  Tensor rms_norm_eq(const Tensor& h, const Tensor& scale, int lmax) const {
+    return impl::rms_norm(h, scale, lmax, cfg.norm_eps);
   }
 
   // Work that provably cannot change the energy or its gradient (doc/model.md "Parameters
@@ -245,14 +238,14 @@ struct Evaluator::Impl {
   // Feed-forward of the last layer: only the l = 0 output reaches the readout.
   Tensor feed_forward_l0(const LayerWeights& lw, const Tensor& h) const {
     const Tensor h0 = h.narrow(1, 0, 1);
-    const Tensor n0 = rms_normalise(h0, {1, 2}) * lw.ffn_scale[0];
+    const Tensor n0 = rms_norm_eq(h, lw.ffn_scale.narrow(0, 0, 1), 0);
     const Tensor a = F::silu(n0.matmul(lw.ffn_w1[0].t()) + lw.ffn_b1);
     return torch::cat({h0 + (a.matmul(lw.ffn_w2[0].t()) + lw.ffn_b2), h.narrow(1, 1, h.size(1) - 1)}, 1);
   }
 
   Tensor feed_forward(const LayerWeights& lw, const Tensor& h) const {
     const int L = cfg.lmax, N = static_cast<int>(h.size(0));
-    const Tensor n = rms_norm_eq(h, lw.ffn_scale);
+    const Tensor n = rms_norm_eq(h, lw.ffn_scale, L);
     const Tensor q = torch::sigmoid(torch::addmm(lw.ffn_bg, n.select(1, 0), lw.ffn_wg.t())).reshape({N, L, -1});
     std::vector<Tensor> out;
     for (int l = 0; l <= L; ++l) {
@@ -298,7 +291,7 @@ struct Evaluator::Impl {
   // over edge chunks of recomputed edge parts (recompute_layers).
   Tensor interaction(const LayerWeights& lw, const Tensor& h, const std::function<Tensor(const Tensor&)>& messages,
                      bool last, int n_live) const {
-    const Tensor n = rms_norm_eq(h, lw.norm_scale);
+    const Tensor n = rms_norm_eq(h, lw.norm_scale, cfg.lmax);
     const Tensor h1 = h + messages(n);
     // Rows n_live.. (exchange mode: ghosts) are overwritten by the next exchange and carry no
     // energy: their feed-forward is dead work, so they leave the layer as they are.
@@ -315,8 +308,7 @@ struct Evaluator::Impl {
                  impl::StepContext& step);
 
   Tensor readout(const Tensor& h, const Tensor& species) const {
-    Tensor f = h.select(1, 0);
-    f = rms_normalise(f, {-1}) * readout_scale;
+    Tensor f = rms_norm_eq(h, readout_scale.view({1, -1}), 0).select(1, 0);
     f = F::silu(torch::addmm(readout_b0, f, readout_w0.t()));
     return torch::addmm(readout_b1, f, readout_w1.t()).select(1, 0) + e0.index_select(0, species);
   }

@@ -10,6 +10,7 @@
 #include "band_layout.hpp"
 #include "edge_frame_pack.hpp"
 #include "radial.hpp"
+#include "rms_norm.hpp"
 #include "unrotate_aggregate.hpp"
 #include "wigner_band.hpp"
 
@@ -253,6 +254,60 @@ struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateF
   }
 };
 
+// ---- rms_norm (equivariant RMS norm of node features) -----------------------------------------
+template <class Real>
+kk::RmsNorm<Exec, Real> rms_functor(const Tensor& h, const Tensor& scale, int lmax, double eps) {
+  kk::RmsNorm<Exec, Real> f;
+  f.h_data = h.data_ptr<Real>();
+  f.node_stride = h.stride(0);
+  f.scale = bridge::view2<const Real>(scale, "norm scale");
+  f.lmax = lmax;
+  f.channels = static_cast<int>(h.size(2));
+  f.eps = eps;
+  return f;
+}
+
+struct RmsNormFn : public torch::autograd::Function<RmsNormFn> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& h, const Tensor& scale, std::int64_t lmax, double eps) {
+    const int N = static_cast<int>(h.size(0)), D = static_cast<int>((lmax + 1) * (lmax + 1));
+    Tensor out = torch::empty({N, D, h.size(2)}, h.options());
+    Tensor r = torch::empty({N, lmax + 1}, h.options().dtype(torch::kFloat64));
+    const Exec exec = bridge::exec_instance();
+    with_real(h.scalar_type(), [&](auto real) {
+      using Real = decltype(real);
+      auto f = rms_functor<Real>(h, scale, static_cast<int>(lmax), eps);
+      f.out = bridge::view3<Real>(out, "normalised features");
+      f.r = bridge::view2<double>(r, "inverse rms");
+      kk::rms_norm_forward(exec, f, N);
+    });
+    fence_for_torch(exec);
+    ctx->save_for_backward({h, scale, r});
+    ctx->saved_data["lmax"] = lmax;
+    ctx->saved_data["eps"] = eps;
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const Tensor &h = saved[0], &scale = saved[1], &r = saved[2];
+    const int lmax = static_cast<int>(ctx->saved_data["lmax"].toInt());
+    const int N = static_cast<int>(h.size(0)), D = (lmax + 1) * (lmax + 1);
+    const Tensor g = grad_or_zeros(grads[0], {N, D, h.size(2)}, h.scalar_type());
+    Tensor grad_h = torch::empty({N, D, h.size(2)}, h.options().memory_format(torch::MemoryFormat::Contiguous));
+    const Exec exec = bridge::exec_instance();
+    with_real(h.scalar_type(), [&](auto real) {
+      using Real = decltype(real);
+      auto f = rms_functor<Real>(h, scale, lmax, ctx->saved_data["eps"].toDouble());
+      f.r = bridge::view2<double>(r, "inverse rms");
+      f.grad_out = bridge::view3<const Real>(g, "grad normalised features");
+      f.grad_h = bridge::view3<Real>(grad_h, "grad features");
+      kk::rms_norm_backward(exec, f, N);
+    });
+    fence_for_torch(exec);
+    return {grad_h, Tensor(), Tensor(), Tensor()};
+  }
+};
+
 // ---- node exchange (per-layer ghost features) -------------------------------------------------
 NodeRows rows_of(const Tensor& t) {
   NodeRows r;
@@ -323,6 +378,17 @@ torch::Tensor edge_frame_pack(const torch::Tensor& n, const torch::Tensor& band,
 torch::Tensor unrotate_aggregate(const torch::Tensor& w, const torch::Tensor& band, const torch::Tensor& env,
                                  StepContext& step) {
   return UnrotateAggregateFn::apply(w.contiguous(), band, env, handle_of(step));
+}
+
+torch::Tensor rms_norm(const torch::Tensor& h, const torch::Tensor& scale, int lmax, double eps) {
+  if (h.dim() != 3 || h.size(1) < (lmax + 1) * (lmax + 1) || scale.dim() != 2 || scale.size(0) != lmax + 1 ||
+      scale.size(1) != h.size(2) || scale.scalar_type() != h.scalar_type())
+    throw ComputeError("edgeframe: rms_norm wants h [N, >= (lmax+1)^2, C] and scale [lmax+1, C] of one dtype");
+  // Rows and channels must be dense within a node (a narrow over degrees keeps them so).
+  // Only the normalised rows go in, so the gradient has the input's shape.
+  const Tensor rows = h.size(1) == (lmax + 1) * (lmax + 1) ? h : h.narrow(1, 0, (lmax + 1) * (lmax + 1));
+  const Tensor hd = rows.stride(2) == 1 && rows.stride(1) == rows.size(2) ? rows : rows.contiguous();
+  return RmsNormFn::apply(hd, scale.contiguous(), lmax, eps);
 }
 
 torch::Tensor node_exchange(const torch::Tensor& h, StepContext& step) {

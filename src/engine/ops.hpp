@@ -62,6 +62,10 @@ torch::Tensor edge_frame_pack(const torch::Tensor& n, const torch::Tensor& band,
 torch::Tensor unrotate_aggregate(const torch::Tensor& w, const torch::Tensor& band, const torch::Tensor& env,
                                  StepContext& step);
 
+// Equivariant RMS norm (rms_norm.hpp): h [N, >= (lmax+1)^2, C] (a view with dense rows is fine),
+// scale [lmax+1, C] -> [N, (lmax+1)^2, C]; mean and rms in double for every dtype.
+torch::Tensor rms_norm(const torch::Tensor& h, const torch::Tensor& scale, int lmax, double eps);
+
 // h [N, D, C] -> the same features with every ghost row replaced by its owner's (forward
 // communication through step.exchange); backward: ghost-row gradients are added to their
 // owners' rows and zeroed (reverse communication). Always returns a new tensor.
