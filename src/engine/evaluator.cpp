@@ -81,6 +81,8 @@ struct LayerWeights {
   Tensor so2_2_w0_l0out, so2_2_b0_l0out;  // so2_2 block 0 rows of the l = 0 output (last layer)
   std::vector<Tensor> so2_1_big, so2_2_big;  // per m = 1..mmax: [[Wr, -Wi], [Wi, Wr]]
   Tensor ffn_scale, ffn_w1, ffn_b1, ffn_wg, ffn_bg, ffn_w2, ffn_b2;
+  // The two SO(2) linears as block GEMMs (impl::So2Plan), with this layer's skips applied.
+  impl::So2Plan so2_1_plan, so2_2_plan;
 };
 
 }  // namespace
@@ -170,15 +172,8 @@ struct Evaluator::Impl {
       }
       layers.push_back(std::move(lw));
     }
-  }
-
-  // x / sqrt(mean(x^2 over dims) + norm_eps). In fp32 the squares and their mean are taken in
-  // double: features above ~1.8e19 would square to inf in float and the quotient would be a
-  // silent 0 (finite, wrong forces). Node-level tensors only, so the widening costs little.
-  // Per degree l: h / sqrt(mean_{m,c} h^2 + eps) * scale[l]; h [N, >= (lmax+1)^2, C], scale
-  // [lmax+1, C]. One kernel each way (rms_norm.hpp), the mean and rms in double.
-  Tensor rms_norm_eq(const Tensor& h, const Tensor& scale, int lmax) const {
-    return impl::rms_norm(h, scale, lmax, cfg.norm_eps);
+    // After the vector is complete: the plans are handed to autograd by address.
+    for (int t = 0; t < cfg.layers; ++t) make_so2_plans(layers[t], t == 0, t == cfg.layers - 1);
   }
 
   // Work that provably cannot change the energy or its gradient (doc/model.md "Parameters
@@ -187,52 +182,34 @@ struct Evaluator::Impl {
   //     zero), so block 0 reads only the l = 0 columns of W0 and the m > 0 blocks give zeros;
   //   last layer: only h[0] reaches the readout and only the m = 0, l = 0 message row feeds it,
   //     so the m > 0 blocks and the l > 0 outputs of linear 2 (and of the feed-forward) are dead.
-  struct Skip {
-    bool l0_input_only = false;   // block 0 input: only the l = 0 row is nonzero
-    bool l0_output_only = false;  // block 0 output: only the l = 0 row is needed
-    bool no_m_blocks = false;     // m > 0 blocks: zero (layer 0) or dead (last layer)
-  };
-
-  // SO(2) linear over the packed rows: x [E, K, Cin] -> ([E, K, Cout], gate [E, L, Cout] or undefined)
-  Tensor so2_linear(const Tensor& x, const Tensor& w0, const Tensor& b0, const std::vector<Tensor>& big, int cout,
-                    Tensor* gate, const Skip& skip, const Tensor& w0_skip, const Tensor& b0_skip) const {
-    const int L = cfg.lmax, E = static_cast<int>(x.size(0)), K = static_cast<int>(x.size(1));
-    const int cin = static_cast<int>(x.size(2));
-    const Tensor x2 = x.reshape({E, K * cin});
-    const auto opts = x.options();
-    std::vector<Tensor> out;
-    if (skip.l0_output_only) {
-      out.push_back(torch::addmm(b0_skip, x2.narrow(1, 0, (L + 1) * cin), w0_skip.t()).reshape({E, 1, cout}));
-      out.push_back(torch::zeros({E, K - 1, cout}, opts));
-      return torch::cat(out, 1);
+  // Linear 1: u [E, K, 2C] -> z [E, (K + L) H] (block 0 rows with the gates after them, then the
+  // m > 0 rows, so2_gate.hpp); linear 2: gated [E, K, H] -> messages [E, K, C].
+  void make_so2_plans(LayerWeights& lw, bool first, bool last) const {
+    const int L = cfg.lmax, C = cfg.channels, H = cfg.hidden_channels, K = kk::band_rows(L, cfg.mmax);
+    const bool m_blocks = !(first || last);
+    impl::So2Plan& p1 = lw.so2_1_plan;
+    p1.x_width = K * 2 * C;
+    p1.z_width = (K + L) * H;
+    p1.blocks.push_back({0, (first ? 1 : L + 1) * 2 * C, 0, (2 * L + 1) * H, first ? lw.so2_1_w0_l0in : lw.so2_1_w0,
+                         lw.so2_1_b0});
+    impl::So2Plan& p2 = lw.so2_2_plan;
+    p2.x_width = K * H;
+    p2.z_width = K * C;
+    if (last) p2.blocks.push_back({0, (L + 1) * H, 0, C, lw.so2_2_w0_l0out, lw.so2_2_b0_l0out});
+    else p2.blocks.push_back({0, (L + 1) * H, 0, (L + 1) * C, lw.so2_2_w0, lw.so2_2_b0});
+    for (int m = 1; m <= cfg.mmax && m_blocks; ++m) {
+      const int start = kk::packed_block_start(m, L), rows = 2 * (L + 1 - m);
+      p1.blocks.push_back({start * 2 * C, rows * 2 * C, (start + L) * H, rows * H, lw.so2_1_big[m - 1], Tensor()});
+      p2.blocks.push_back({start * H, rows * H, start * C, rows * C, lw.so2_2_big[m - 1], Tensor()});
     }
-    const Tensor z0 = skip.l0_input_only ? torch::addmm(b0, x2.narrow(1, 0, cin), w0_skip.t())
-                                         : torch::addmm(b0, x2.narrow(1, 0, (L + 1) * cin), w0.t());
-    out.push_back(z0.narrow(1, 0, (L + 1) * cout).reshape({E, L + 1, cout}));
-    if (gate) *gate = z0.narrow(1, (L + 1) * cout, L * cout).reshape({E, L, cout});
-    if (skip.no_m_blocks) {
-      out.push_back(torch::zeros({E, K - (L + 1), cout}, opts));
-      return torch::cat(out, 1);
-    }
-    for (int m = 1; m <= cfg.mmax; ++m) {
-      const int rows = 2 * (L + 1 - m);
-      const Tensor xm = x2.narrow(1, kk::packed_block_start(m, L) * cin, rows * cin);
-      out.push_back(xm.mm(big[m - 1].t()).reshape({E, rows, cout}));
-    }
-    return torch::cat(out, 1);
   }
 
-  // l = 0 features -> SiLU; every l >= 1 row (any block) times sigmoid(gate[l]).
-  Tensor gate(const Tensor& x, const Tensor& gate) const {
-    const int L = cfg.lmax;
-    const Tensor sig = torch::sigmoid(gate);  // [E, L, Ch], index l-1
-    std::vector<Tensor> mult{sig};            // block 0 rows l = 1..L
-    for (int m = 1; m <= cfg.mmax; ++m) {
-      mult.push_back(sig.narrow(1, m - 1, L + 1 - m));  // (l, +m), l = m..L
-      mult.push_back(sig.narrow(1, m - 1, L + 1 - m));  // (l, -m)
-    }
-    const int K = static_cast<int>(x.size(1));
-    return torch::cat({F::silu(x.narrow(1, 0, 1)), x.narrow(1, 1, K - 1) * torch::cat(mult, 1)}, 1);
+  // Per degree l: h / sqrt(mean_{m,c} h^2 + eps) * scale[l]; h [N, >= (lmax+1)^2, C], scale
+  // [lmax+1, C]. One kernel each way (rms_norm.hpp). In fp32 the squares and their mean are
+  // taken in double: features above ~1.8e19 would square to inf in float and the quotient would
+  // be a silent 0 (finite, wrong forces).
+  Tensor rms_norm_eq(const Tensor& h, const Tensor& scale, int lmax) const {
+    return impl::rms_norm(h, scale, lmax, cfg.norm_eps);
   }
 
   // Feed-forward of the last layer: only the l = 0 output reaches the readout.
@@ -265,8 +242,7 @@ struct Evaluator::Impl {
   // [N, D, C] over the edges of step.graph (the whole graph, or one edge chunk of it with
   // band/rbf/env/sp_* narrowed to that chunk's edges).
   Tensor edge_messages(const LayerWeights& lw, const Tensor& n, const Tensor& band, const Tensor& rbf, const Tensor& env,
-                       const Tensor& sp_recv, const Tensor& sp_send, impl::StepContext& step, bool first,
-                       bool last) const {
+                       const Tensor& sp_recv, const Tensor& sp_send, impl::StepContext& step) const {
     const int E = static_cast<int>(band.size(0)), C = cfg.channels;
     Tensor a = torch::addmm(lw.rad_b0, rbf, lw.rad_w0_rbf.t()) + lw.rad_recv.index_select(0, sp_recv) +
                lw.rad_send.index_select(0, sp_send);
@@ -274,16 +250,11 @@ struct Evaluator::Impl {
     a = F::silu(torch::addmm(lw.rad_b1, a, lw.rad_w1.t()));
     const Tensor g = torch::addmm(lw.rad_b2, a, lw.rad_w2.t()).reshape({E, kk::gate_rows(cfg.lmax, cfg.mmax), 2 * C});
     const Tensor u = impl::edge_frame_pack(n, band, g, step);
-    Tensor gates;
-    Skip skip1, skip2;
-    skip1.l0_input_only = first;
-    skip1.no_m_blocks = skip2.no_m_blocks = first || last;
-    skip2.l0_output_only = last;
-    Tensor x = so2_linear(u, lw.so2_1_w0, lw.so2_1_b0, lw.so2_1_big, cfg.hidden_channels, &gates, skip1,
-                          lw.so2_1_w0_l0in, Tensor());
-    x = gate(x, gates);
-    const Tensor wmsg = so2_linear(x, lw.so2_2_w0, lw.so2_2_b0, lw.so2_2_big, C, nullptr, skip2, lw.so2_2_w0_l0out,
-                                   lw.so2_2_b0_l0out);
+    const int K = static_cast<int>(u.size(1));
+    // Explicit widths: a rank without edges has E = 0, where -1 is ambiguous.
+    const Tensor z = impl::so2_linear(u.reshape({E, K * 2 * C}), lw.so2_1_plan);
+    const Tensor x = impl::so2_gate(z, cfg.lmax, cfg.mmax, cfg.hidden_channels);
+    const Tensor wmsg = impl::so2_linear(x.reshape({E, K * cfg.hidden_channels}), lw.so2_2_plan).reshape({E, K, C});
     return impl::unrotate_aggregate(wmsg, band, env, step);
   }
 
@@ -468,19 +439,19 @@ Result Evaluator::Impl::compute(const AtomGraph& graph, kk::Vec3View<const doubl
     // The exchange stays outside the recomputed part: the backward pass must not repeat it.
     if (t > 0 && step.exchange) h = impl::node_exchange(h, step);
     const LayerWeights& lw = m.layers[t];
-    std::function<Tensor(const Tensor&)> messages = [&, t](const Tensor& n) {
-      return m.edge_messages(lw, n, band, rbf, env, sp_recv, sp_send, step, t == 0, t == last);
+    std::function<Tensor(const Tensor&)> messages = [&](const Tensor& n) {
+      return m.edge_messages(lw, n, band, rbf, env, sp_recv, sp_send, step);
     };
     if (recompute)
-      messages = [&, t](const Tensor& n) {
+      messages = [&](const Tensor& n) {
         Tensor agg;
         for (std::size_t k = 0; k < chunk_steps.size(); ++k) {
           const auto [e0, e1] = chunk_edges[k];
           impl::StepContext& cs = chunk_steps[k];
           const Tensor sr = sp_recv.narrow(0, e0, e1 - e0), ss = sp_send.narrow(0, e0, e1 - e0);
-          chunk_fns.emplace_back([&m, &lw, &cs, sr, ss, t, last](const Tensor& n_in, const Tensor& band_in,
-                                                                 const Tensor& rbf_in, const Tensor& env_in) {
-            return m.edge_messages(lw, n_in, band_in, rbf_in, env_in, sr, ss, cs, t == 0, t == last);
+          chunk_fns.emplace_back([&m, &lw, &cs, sr, ss](const Tensor& n_in, const Tensor& band_in,
+                                                        const Tensor& rbf_in, const Tensor& env_in) {
+            return m.edge_messages(lw, n_in, band_in, rbf_in, env_in, sr, ss, cs);
           });
           const Tensor part = impl::recomputed_layer(chunk_fns.back(), n, band.narrow(0, e0, e1 - e0),
                                                      rbf.narrow(0, e0, e1 - e0), env.narrow(0, e0, e1 - e0),

@@ -11,6 +11,7 @@
 #include "edge_frame_pack.hpp"
 #include "radial.hpp"
 #include "rms_norm.hpp"
+#include "so2_gate.hpp"
 #include "unrotate_aggregate.hpp"
 #include "wigner_band.hpp"
 
@@ -254,6 +255,92 @@ struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateF
   }
 };
 
+// ---- so2_linear (block GEMMs into column ranges) and so2_gate -----------------------------------
+// On CUDA, torch's GEMMs take a column range of a row-major matrix as it is (a leading
+// dimension larger than the width), so the outputs below are written in place.
+struct So2LinearFn : public torch::autograd::Function<So2LinearFn> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& x, std::int64_t plan_handle) {
+    const So2Plan& plan = *reinterpret_cast<const So2Plan*>(plan_handle);
+    ctx->saved_data["plan"] = plan_handle;
+    const std::int64_t E = x.size(0);
+    int covered = 0;
+    for (const auto& b : plan.blocks) covered += b.z_cols;
+    Tensor z = covered == plan.z_width ? torch::empty({E, plan.z_width}, x.options())
+                                       : torch::zeros({E, plan.z_width}, x.options());
+    for (const auto& b : plan.blocks) {
+      Tensor out = z.narrow(1, b.z_col, b.z_cols);
+      const Tensor in = x.narrow(1, b.x_col, b.x_cols);
+      if (b.bias.defined()) at::addmm_out(out, b.bias, in, b.w.t());
+      else at::mm_out(out, in, b.w.t());
+    }
+    return z;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const So2Plan& plan = *reinterpret_cast<const So2Plan*>(ctx->saved_data["plan"].toInt());
+    const Tensor& gz = grads[0];
+    if (!gz.defined()) return {Tensor(), Tensor()};
+    const Tensor g = gz.contiguous();
+    const std::int64_t E = g.size(0);
+    int covered = 0;
+    for (const auto& b : plan.blocks) covered += b.x_cols;
+    Tensor gx = covered == plan.x_width ? torch::empty({E, plan.x_width}, g.options())
+                                        : torch::zeros({E, plan.x_width}, g.options());
+    for (const auto& b : plan.blocks) {
+      Tensor out = gx.narrow(1, b.x_col, b.x_cols);
+      at::mm_out(out, g.narrow(1, b.z_col, b.z_cols), b.w);
+    }
+    return {gx, Tensor()};
+  }
+};
+
+template <class Real>
+kk::So2Gate<Exec, Real> gate_functor(const Tensor& z, int lmax, int mmax, int channels) {
+  kk::So2Gate<Exec, Real> f;
+  f.z = bridge::view2<const Real>(z, "first SO(2) linear output z");
+  f.lmax = lmax;
+  f.mmax = mmax;
+  f.channels = channels;
+  return f;
+}
+
+struct So2GateFn : public torch::autograd::Function<So2GateFn> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& z, std::int64_t lmax, std::int64_t mmax,
+                        std::int64_t channels) {
+    ctx->save_for_backward({z});
+    ctx->saved_data["shape"] = std::vector<std::int64_t>{lmax, mmax, channels};
+    const int E = static_cast<int>(z.size(0)), K = kk::band_rows(int(lmax), int(mmax));
+    Tensor x = torch::empty({E, K, channels}, z.options());
+    const Exec exec = bridge::exec_instance();
+    with_real(z.scalar_type(), [&](auto real) {
+      using Real = decltype(real);
+      auto f = gate_functor<Real>(z, int(lmax), int(mmax), int(channels));
+      f.x = bridge::view3<Real>(x, "gated rows");
+      kk::so2_gate_forward(exec, f, E);
+    });
+    fence_for_torch(exec);
+    return x;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const Tensor z = ctx->get_saved_variables()[0];
+    const auto shape = ctx->saved_data["shape"].toIntVector();
+    const int E = static_cast<int>(z.size(0)), K = kk::band_rows(int(shape[0]), int(shape[1]));
+    const Tensor gx = grad_or_zeros(grads[0], {E, K, shape[2]}, z.scalar_type());
+    Tensor gz = torch::empty_like(z);
+    const Exec exec = bridge::exec_instance();
+    with_real(z.scalar_type(), [&](auto real) {
+      using Real = decltype(real);
+      auto f = gate_functor<Real>(z, int(shape[0]), int(shape[1]), int(shape[2]));
+      f.grad_x = bridge::view3<const Real>(gx, "grad gated rows");
+      f.grad_z = bridge::view2<Real>(gz, "grad z");
+      kk::so2_gate_backward(exec, f, E);
+    });
+    fence_for_torch(exec);
+    return {gz, Tensor(), Tensor(), Tensor()};
+  }
+};
+
 // ---- rms_norm (equivariant RMS norm of node features) -----------------------------------------
 template <class Real>
 kk::RmsNorm<Exec, Real> rms_functor(const Tensor& h, const Tensor& scale, int lmax, double eps) {
@@ -378,6 +465,16 @@ torch::Tensor edge_frame_pack(const torch::Tensor& n, const torch::Tensor& band,
 torch::Tensor unrotate_aggregate(const torch::Tensor& w, const torch::Tensor& band, const torch::Tensor& env,
                                  StepContext& step) {
   return UnrotateAggregateFn::apply(w.contiguous(), band, env, handle_of(step));
+}
+
+torch::Tensor so2_linear(const torch::Tensor& x, const So2Plan& plan) {
+  if (x.dim() != 2 || x.size(1) != plan.x_width || !x.is_contiguous())
+    throw ComputeError("edgeframe: so2_linear wants contiguous x [E, " + std::to_string(plan.x_width) + "]");
+  return So2LinearFn::apply(x, reinterpret_cast<std::int64_t>(&plan));
+}
+
+torch::Tensor so2_gate(const torch::Tensor& z, int lmax, int mmax, int channels) {
+  return So2GateFn::apply(z.contiguous(), lmax, mmax, channels);
 }
 
 torch::Tensor rms_norm(const torch::Tensor& h, const torch::Tensor& scale, int lmax, double eps) {

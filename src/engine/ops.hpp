@@ -62,6 +62,26 @@ torch::Tensor edge_frame_pack(const torch::Tensor& n, const torch::Tensor& band,
 torch::Tensor unrotate_aggregate(const torch::Tensor& w, const torch::Tensor& band, const torch::Tensor& env,
                                  StepContext& step);
 
+// One SO(2) linear as a list of dense blocks over column ranges of x [E, X] -> z [E, Z]: block b
+// reads x's columns [x_col, x_col + x_cols) and writes z's [z_col, z_col + z_cols) =
+// x_part w^T (+ bias). Each block's GEMM writes straight into its columns of z, and backward
+// each block's grad GEMM into its columns of grad x: no cat, no narrow-backward fills and adds
+// (doc/gpu-notes.md, fourth session). z columns no block writes are zero; grad x columns no
+// block reads are zero. Only the gradient with respect to x is formed (weights are constants).
+struct So2Plan {
+  struct Block {
+    int x_col = 0, x_cols = 0, z_col = 0, z_cols = 0;
+    torch::Tensor w, bias;  // [z_cols, x_cols], [z_cols] or undefined
+  };
+  std::vector<Block> blocks;
+  int x_width = 0, z_width = 0;
+};
+torch::Tensor so2_linear(const torch::Tensor& x, const So2Plan& plan);
+
+// The gate between the two SO(2) linears (so2_gate.hpp): z [E, (K + L) C] (block-0 rows, the
+// gate pre-activations, then the m > 0 rows) -> [E, K, C].
+torch::Tensor so2_gate(const torch::Tensor& z, int lmax, int mmax, int channels);
+
 // Equivariant RMS norm (rms_norm.hpp): h [N, >= (lmax+1)^2, C] (a view with dense rows is fine),
 // scale [lmax+1, C] -> [N, (lmax+1)^2, C]; mean and rms in double for every dtype.
 torch::Tensor rms_norm(const torch::Tensor& h, const torch::Tensor& scale, int lmax, double eps);
