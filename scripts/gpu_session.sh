@@ -17,7 +17,8 @@
 # gate:  tools/gate.py (GATE_ARGS, GATE_BUDGET) into $OUT/gate.
 # profile: bench/edgeframe_bench's per-kernel split (fenced around each kernel) and compulsory
 #        bytes / FLOPs per kernel, then GPU time per kernel family and the heaviest torch and
-#        Kokkos kernels (--torch-profile), L2 and L3 at 512 atoms, fp32, into $OUT/profile.log.
+#        Kokkos kernels (--torch-profile), L2 and L3 at 512 atoms in fp32 and L2 in tf32, into
+#        $OUT/profile.log.
 # Run it from a script file, never as `bash /dev/stdin <<EOF` (doc/gpu-notes.md).
 # example: examples/gpu/in.diamond-gpu into $OUT/log.diamond-gpu.
 # looporder: the two loop orders of the backward kernels (EDGEFRAME_LOOP_ORDER=rows|lanes,
@@ -124,6 +125,7 @@ do_profile() {
   echo "== profile: bench/edgeframe_bench, per kernel"
   { "$build/bench/edgeframe_bench" --shape L2 --cells 4 --reps 3 --precision fp32 --torch-profile
     "$build/bench/edgeframe_bench" --shape L3 --cells 4 --reps 2 --precision fp32 --torch-profile
+    "$build/bench/edgeframe_bench" --shape L2 --cells 4 --reps 3 --precision tf32 --torch-profile
     "$EDGEFRAME_PYTHON" tools/roofline_probe.py; } > "$OUT/profile.log" 2>&1 || status=1
   cat "$OUT/profile.log"
   if [[ -n ${NCU:-} ]] && command -v ncu > /dev/null; then
