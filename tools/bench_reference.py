@@ -61,6 +61,10 @@ def run_case(case):
     pos = torch.as_tensor(atoms.positions, dtype=torch.float64, device=device)
     cell = torch.as_tensor(atoms.cell, dtype=torch.float64, device=device)
 
+    # TF32 tensor-core GEMMs only where asked (the gate's compile-tf32 column, issue #7's
+    # "with TF32 on" comparison); plain fp32 everywhere else.
+    torch.backends.cuda.matmul.allow_tf32 = bool(case.get("tf32", False))
+    torch.backends.cudnn.allow_tf32 = bool(case.get("tf32", False))
     forward = model
     if case["mode"] == "compile":
         forward = torch.compile(model, dynamic=False)

@@ -190,7 +190,7 @@ def main():
                     help="what follows '-k on' in the LAMMPS column (default: one GPU; tests use 't 1')")
     ap.add_argument("--cases", default="", help="system:size:shape,... (default: the issue's list)")
     ap.add_argument("--columns", default="eager,compile,engine-fp32,engine-tf32,lammps-fp32",
-                    help="eager, compile, engine-<precision>[-recompute], lammps-<precision>")
+                    help="eager, compile, compile-tf32 (TF32 GEMMs on), engine-<precision>[-recompute], lammps-<precision>")
     ap.add_argument("--edge-chunk", type=int, default=0,
                     help="edges per recomputed chunk in the engine-<precision>-recompute columns (0: all)")
     ap.add_argument("--repeats", type=int, default=10)
@@ -232,8 +232,9 @@ def main():
                 break
             t0 = time.monotonic()
             try:
-                if col in ("eager", "compile"):
-                    case = dict(system=system, size=size, shape=shape, mode=col, device="cuda", dtype="float32",
+                if col in ("eager", "compile", "compile-tf32"):
+                    case = dict(system=system, size=size, shape=shape, mode=col.split("-")[0], tf32=col.endswith("tf32"),
+                                device="cuda", dtype="float32",
                                 repeats=args.repeats, warmup=args.warmup, threads=0, edge_chunk=0, max_memory_gb=0)
                     r = bench_reference.run_worker(case, args.case_timeout)
                     r = {k: r[k] for k in ("median_s", "times_s", "peak_bytes", "first_call_s", "error") if k in r}

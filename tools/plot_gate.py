@@ -11,8 +11,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-COLUMNS = ["eager", "compile", "engine-fp32", "engine-tf32", "lammps-fp32", "lammps-tf32"]
-COLORS = {"eager": "#999999", "compile": "#555555", "engine-fp32": "#1f77b4", "engine-tf32": "#17becf",
+COLUMNS = ["eager", "compile", "compile-tf32", "engine-fp32", "engine-tf32", "lammps-fp32", "lammps-tf32"]
+COLORS = {"eager": "#999999", "compile": "#555555", "compile-tf32": "#333333", "engine-fp32": "#1f77b4", "engine-tf32": "#17becf",
           "lammps-fp32": "#2ca02c", "lammps-tf32": "#98df8a"}
 
 
