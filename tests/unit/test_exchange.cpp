@@ -83,7 +83,7 @@ TEST(NodeExchange, BackwardIsTheAdjointOfForward) {
   step.dtype = torch::kFloat64;
   step.exchange = &table;
   torch::manual_seed(11);
-  const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(bridge::device());  // where the engine keeps rows
   const torch::Tensor x = torch::randn({N, kD, kC}, opts).requires_grad_(true), y = torch::randn({N, kD, kC}, opts);
   const torch::Tensor x_before = x.detach().clone();
   const torch::Tensor fx = impl::node_exchange(x, step);
