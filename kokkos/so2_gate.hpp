@@ -26,45 +26,48 @@ struct So2Gate {
   View2<Real, Exec> grad_z;         // [E, (K + L) C] (backward)
   int lmax = 0, mmax = 0, channels = 0;
 
-  // Row of z (in units of C columns) that packed row r reads, and r's degree.
+  // Row of z (in units of C columns) that packed row r reads.
   KOKKOS_INLINE_FUNCTION int z_row(int r) const { return r <= lmax ? r : r + lmax; }
-  KOKKOS_INLINE_FUNCTION int degree(int r) const {
-    if (r <= lmax) return r;
-    for (int m = 1; m <= mmax; ++m) {
-      const int start = packed_block_start(m, lmax), half = lmax + 1 - m;
-      if (r < start + 2 * half) return m + (r - start) % half;
-    }
-    return -1;  // not reached: r < K
-  }
   KOKKOS_INLINE_FUNCTION double zv(int e, int q, int c) const { return double(z(e, q * channels + c)); }
   KOKKOS_INLINE_FUNCTION static double sigmoid(double v) { return 1.0 / (1.0 + Kokkos::exp(-v)); }
+  // Packed rows of degree l >= 1: (l, 0), then (l, +m) and (l, -m) for m = 1..min(l, mmax).
+  // Looping degree by degree keeps each gate in a register: per-degree arrays indexed by a
+  // row's degree went to local memory on the GPU.
+  KOKKOS_INLINE_FUNCTION int rows_of_degree(int l) const { return 1 + 2 * (l < mmax ? l : mmax); }
+  KOKKOS_INLINE_FUNCTION int row_of_degree(int l, int k) const {
+    if (k == 0) return l;  // block 0 row (l, 0)
+    const int m = (k + 1) / 2;
+    return packed_row(l, k % 2 ? m : -m, lmax);
+  }
 
   KOKKOS_INLINE_FUNCTION void operator()(TagForward, int i) const {
-    const int e = i / channels, c = i % channels, K = band_rows(lmax, mmax);
-    double sig[kMaxL];
-    for (int l = 1; l <= lmax; ++l) sig[l - 1] = sigmoid(zv(e, lmax + l, c));
+    const int e = i / channels, c = i % channels;
     const double z0 = zv(e, 0, c);
     x(e, 0, c) = static_cast<Real>(z0 * sigmoid(z0));
-    for (int r = 1; r < K; ++r) x(e, r, c) = static_cast<Real>(zv(e, z_row(r), c) * sig[degree(r) - 1]);
+    for (int l = 1; l <= lmax; ++l) {
+      const double s = sigmoid(zv(e, lmax + l, c));
+      for (int k = 0; k < rows_of_degree(l); ++k) {
+        const int r = row_of_degree(l, k);
+        x(e, r, c) = static_cast<Real>(zv(e, z_row(r), c) * s);
+      }
+    }
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(TagBackward, int i) const {
-    const int e = i / channels, c = i % channels, K = band_rows(lmax, mmax);
-    double sig[kMaxL], dgate[kMaxL];
-    for (int l = 1; l <= lmax; ++l) {
-      sig[l - 1] = sigmoid(zv(e, lmax + l, c));
-      dgate[l - 1] = 0.0;
-    }
+    const int e = i / channels, c = i % channels;
     const double z0 = zv(e, 0, c), s0 = sigmoid(z0);
     grad_z(e, c) = static_cast<Real>(double(grad_x(e, 0, c)) * s0 * (1.0 + z0 * (1.0 - s0)));
-    for (int r = 1; r < K; ++r) {
-      const int l = degree(r), q = z_row(r);
-      const double g = double(grad_x(e, r, c));
-      grad_z(e, q * channels + c) = static_cast<Real>(g * sig[l - 1]);
-      dgate[l - 1] += g * zv(e, q, c);
+    for (int l = 1; l <= lmax; ++l) {
+      const double s = sigmoid(zv(e, lmax + l, c));
+      double dgate = 0.0;
+      for (int k = 0; k < rows_of_degree(l); ++k) {
+        const int r = row_of_degree(l, k), q = z_row(r);
+        const double g = double(grad_x(e, r, c));
+        grad_z(e, q * channels + c) = static_cast<Real>(g * s);
+        dgate += g * zv(e, q, c);
+      }
+      grad_z(e, (lmax + l) * channels + c) = static_cast<Real>(dgate * s * (1.0 - s));
     }
-    for (int l = 1; l <= lmax; ++l)
-      grad_z(e, (lmax + l) * channels + c) = static_cast<Real>(dgate[l - 1] * sig[l - 1] * (1.0 - sig[l - 1]));
   }
 };
 
