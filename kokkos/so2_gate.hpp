@@ -7,11 +7,14 @@
 // Forward, per edge and channel c: x[row 0] = silu(z_0), and every row r >= 1 of degree l
 // times sigmoid(gate_l). Backward: the z gradient of every row and the gates' (summed over the
 // rows of their degree). One thread per (edge, channel): coalesced over channels on a GPU.
+// The sigmoids come in from torch (vectorised on CPUs; computed here, scalar exp in double made
+// the host kernel 10x slower than the torch chain it replaced, 2026-11-30d).
 // Replaces the torch chain sigmoid / narrow / cat / mul / silu / cat and its backward (slice
 // backward fills and adds), doc/gpu-notes.md, fourth session.
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <type_traits>
 
 #include "band_layout.hpp"
 #include "kernel_common.hpp"
@@ -21,6 +24,8 @@ namespace edgeframe::kk {
 template <class Exec, class Real>
 struct So2Gate {
   View2<const Real, Exec> z;        // [E, (K + L) C]
+  View2<const Real, Exec> sig0;     // [E, C] sigmoid of z's row 0 (for its SiLU)
+  View2<const Real, Exec> sig;      // [E, L C] sigmoid of the gate rows, degree l at (l - 1) C
   View3<Real, Exec> x;              // [E, K, C] (forward)
   View3<const Real, Exec> grad_x;   // [E, K, C] (backward)
   View2<Real, Exec> grad_z;         // [E, (K + L) C] (backward)
@@ -29,7 +34,6 @@ struct So2Gate {
   // Row of z (in units of C columns) that packed row r reads.
   KOKKOS_INLINE_FUNCTION int z_row(int r) const { return r <= lmax ? r : r + lmax; }
   KOKKOS_INLINE_FUNCTION double zv(int e, int q, int c) const { return double(z(e, q * channels + c)); }
-  KOKKOS_INLINE_FUNCTION static double sigmoid(double v) { return 1.0 / (1.0 + Kokkos::exp(-v)); }
   // Packed rows of degree l >= 1: (l, 0), then (l, +m) and (l, -m) for m = 1..min(l, mmax).
   // Looping degree by degree keeps each gate in a register: per-degree arrays indexed by a
   // row's degree went to local memory on the GPU.
@@ -40,28 +44,29 @@ struct So2Gate {
     return packed_row(l, k % 2 ? m : -m, lmax);
   }
 
-  KOKKOS_INLINE_FUNCTION void operator()(TagForward, int i) const {
-    const int e = i / channels, c = i % channels;
+  // One channel of one edge; rows(l, k) gives row_of_degree(l, k) (computed, or from a table).
+  template <class Rows>
+  KOKKOS_INLINE_FUNCTION void forward_channel(int e, int c, const Rows& rows) const {
     const double z0 = zv(e, 0, c);
-    x(e, 0, c) = static_cast<Real>(z0 * sigmoid(z0));
+    x(e, 0, c) = static_cast<Real>(z0 * double(sig0(e, c)));
     for (int l = 1; l <= lmax; ++l) {
-      const double s = sigmoid(zv(e, lmax + l, c));
+      const double s = double(sig(e, (l - 1) * channels + c));
       for (int k = 0; k < rows_of_degree(l); ++k) {
-        const int r = row_of_degree(l, k);
+        const int r = rows(l, k);
         x(e, r, c) = static_cast<Real>(zv(e, z_row(r), c) * s);
       }
     }
   }
 
-  KOKKOS_INLINE_FUNCTION void operator()(TagBackward, int i) const {
-    const int e = i / channels, c = i % channels;
-    const double z0 = zv(e, 0, c), s0 = sigmoid(z0);
+  template <class Rows>
+  KOKKOS_INLINE_FUNCTION void backward_channel(int e, int c, const Rows& rows) const {
+    const double z0 = zv(e, 0, c), s0 = double(sig0(e, c));
     grad_z(e, c) = static_cast<Real>(double(grad_x(e, 0, c)) * s0 * (1.0 + z0 * (1.0 - s0)));
     for (int l = 1; l <= lmax; ++l) {
-      const double s = sigmoid(zv(e, lmax + l, c));
+      const double s = double(sig(e, (l - 1) * channels + c));
       double dgate = 0.0;
       for (int k = 0; k < rows_of_degree(l); ++k) {
-        const int r = row_of_degree(l, k), q = z_row(r);
+        const int r = rows(l, k), q = z_row(r);
         const double g = double(grad_x(e, r, c));
         grad_z(e, q * channels + c) = static_cast<Real>(g * s);
         dgate += g * zv(e, q, c);
@@ -69,16 +74,91 @@ struct So2Gate {
       grad_z(e, (lmax + l) * channels + c) = static_cast<Real>(dgate * s * (1.0 - s));
     }
   }
+
+  // Devices: one thread per (edge, channel), rows computed (a table would sit in local memory).
+  KOKKOS_INLINE_FUNCTION void operator()(TagForward, int i) const {
+    forward_channel(i / channels, i % channels, [this](int l, int k) { return row_of_degree(l, k); });
+  }
+  KOKKOS_INLINE_FUNCTION void operator()(TagBackward, int i) const {
+    backward_channel(i / channels, i % channels, [this](int l, int k) { return row_of_degree(l, k); });
+  }
+
+  // Host backends: one edge per iteration, channels innermost over contiguous rows (the loops
+  // vectorise); the same expression per element as the device order, and the gate gradient
+  // summed over a degree's rows in the same order, so both give the same numbers.
+  static constexpr int kHostChannels = 1024;  // wider rows take the per-channel path
+  KOKKOS_INLINE_FUNCTION void operator()(TagValue, int e) const {
+    if (channels > kHostChannels) {
+      for (int c = 0; c < channels; ++c) forward_channel(e, c, [this](int l, int k) { return row_of_degree(l, k); });
+      return;
+    }
+    const Real *ze = &z(e, 0), *s0 = &sig0(e, 0);
+    Real* xe = &x(e, 0, 0);
+    for (int c = 0; c < channels; ++c) xe[c] = static_cast<Real>(double(ze[c]) * double(s0[c]));
+    for (int l = 1; l <= lmax; ++l) {
+      const Real* sl = &sig(e, (l - 1) * channels);
+      for (int k = 0; k < rows_of_degree(l); ++k) {
+        const int r = row_of_degree(l, k);
+        const Real* zq = ze + z_row(r) * channels;
+        Real* xr = xe + r * channels;
+        for (int c = 0; c < channels; ++c) xr[c] = static_cast<Real>(double(zq[c]) * double(sl[c]));
+      }
+    }
+  }
+  KOKKOS_INLINE_FUNCTION void operator()(TagValueAndGrad, int e) const {
+    if (channels > kHostChannels) {
+      for (int c = 0; c < channels; ++c) backward_channel(e, c, [this](int l, int k) { return row_of_degree(l, k); });
+      return;
+    }
+    const Real *ze = &z(e, 0), *s0 = &sig0(e, 0), *gxe = &grad_x(e, 0, 0);
+    Real* gze = &grad_z(e, 0);
+    for (int c = 0; c < channels; ++c) {
+      const double z0 = ze[c], s = s0[c];
+      gze[c] = static_cast<Real>(double(gxe[c]) * s * (1.0 + z0 * (1.0 - s)));
+    }
+    double dgate[kHostChannels];
+    for (int l = 1; l <= lmax; ++l) {
+      const Real* sl = &sig(e, (l - 1) * channels);
+      for (int c = 0; c < channels; ++c) dgate[c] = 0.0;
+      for (int k = 0; k < rows_of_degree(l); ++k) {
+        const int r = row_of_degree(l, k), q = z_row(r);
+        const Real *g = gxe + r * channels, *zq = ze + q * channels;
+        Real* out = gze + q * channels;
+        for (int c = 0; c < channels; ++c) {
+          out[c] = static_cast<Real>(double(g[c]) * double(sl[c]));
+          dgate[c] += double(g[c]) * double(zq[c]);
+        }
+      }
+      Real* gg = gze + (lmax + l) * channels;
+      for (int c = 0; c < channels; ++c) {
+        const double sv = sl[c];
+        gg[c] = static_cast<Real>(dgate[c] * sv * (1.0 - sv));
+      }
+    }
+  }
 };
+
+// Tags: on host backends TagValue / TagValueAndGrad stand for "forward / backward, one edge per
+// iteration"; same arithmetic per element as the device order.
+template <class Exec>
+constexpr bool gate_per_edge() {
+  return std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>;
+}
 
 template <class Exec, class Real>
 void so2_gate_forward(const Exec& exec, const So2Gate<Exec, Real>& f, int n_edges) {
-  Kokkos::parallel_for("edgeframe::so2_gate", Range<Exec, TagForward>(exec, 0, n_edges * f.channels), f);
+  if constexpr (gate_per_edge<Exec>())
+    Kokkos::parallel_for("edgeframe::so2_gate", Range<Exec, TagValue>(exec, 0, n_edges), f);
+  else
+    Kokkos::parallel_for("edgeframe::so2_gate", Range<Exec, TagForward>(exec, 0, n_edges * f.channels), f);
 }
 
 template <class Exec, class Real>
 void so2_gate_backward(const Exec& exec, const So2Gate<Exec, Real>& f, int n_edges) {
-  Kokkos::parallel_for("edgeframe::so2_gate_backward", Range<Exec, TagBackward>(exec, 0, n_edges * f.channels), f);
+  if constexpr (gate_per_edge<Exec>())
+    Kokkos::parallel_for("edgeframe::so2_gate_backward", Range<Exec, TagValueAndGrad>(exec, 0, n_edges), f);
+  else
+    Kokkos::parallel_for("edgeframe::so2_gate_backward", Range<Exec, TagBackward>(exec, 0, n_edges * f.channels), f);
 }
 
 }  // namespace edgeframe::kk

@@ -294,10 +294,18 @@ struct So2LinearFn : public torch::autograd::Function<So2LinearFn> {
   }
 };
 
+// The sigmoids the gate kernel reads: of z's row 0 [E, C] and of the gate rows [E, L C].
+std::pair<Tensor, Tensor> gate_sigmoids(const Tensor& z, int lmax, int channels) {
+  return {torch::sigmoid(z.narrow(1, 0, channels)), torch::sigmoid(z.narrow(1, (lmax + 1) * channels, lmax * channels))};
+}
+
 template <class Real>
-kk::So2Gate<Exec, Real> gate_functor(const Tensor& z, int lmax, int mmax, int channels) {
+kk::So2Gate<Exec, Real> gate_functor(const Tensor& z, const std::pair<Tensor, Tensor>& sig, int lmax, int mmax,
+                                     int channels) {
   kk::So2Gate<Exec, Real> f;
   f.z = bridge::view2<const Real>(z, "first SO(2) linear output z");
+  f.sig0 = bridge::view2<const Real>(sig.first, "sigmoid of row 0");
+  f.sig = bridge::view2<const Real>(sig.second, "sigmoid of the gates");
   f.lmax = lmax;
   f.mmax = mmax;
   f.channels = channels;
@@ -311,10 +319,11 @@ struct So2GateFn : public torch::autograd::Function<So2GateFn> {
     ctx->saved_data["shape"] = std::vector<std::int64_t>{lmax, mmax, channels};
     const int E = static_cast<int>(z.size(0)), K = kk::band_rows(int(lmax), int(mmax));
     Tensor x = torch::empty({E, K, channels}, z.options());
+    const auto sig = gate_sigmoids(z, int(lmax), int(channels));
     const Exec exec = bridge::exec_instance();
     with_real(z.scalar_type(), [&](auto real) {
       using Real = decltype(real);
-      auto f = gate_functor<Real>(z, int(lmax), int(mmax), int(channels));
+      auto f = gate_functor<Real>(z, sig, int(lmax), int(mmax), int(channels));
       f.x = bridge::view3<Real>(x, "gated rows");
       kk::so2_gate_forward(exec, f, E);
     });
@@ -328,10 +337,11 @@ struct So2GateFn : public torch::autograd::Function<So2GateFn> {
     const int E = static_cast<int>(z.size(0)), K = kk::band_rows(int(shape[0]), int(shape[1]));
     const Tensor gx = grad_or_zeros(grads[0], {E, K, shape[2]}, z.scalar_type());
     Tensor gz = torch::empty_like(z);
+    const auto sig = gate_sigmoids(z, int(shape[0]), int(shape[2]));  // recomputed: nothing more is kept
     const Exec exec = bridge::exec_instance();
     with_real(z.scalar_type(), [&](auto real) {
       using Real = decltype(real);
-      auto f = gate_functor<Real>(z, int(shape[0]), int(shape[1]), int(shape[2]));
+      auto f = gate_functor<Real>(z, sig, int(shape[0]), int(shape[1]), int(shape[2]));
       f.grad_x = bridge::view3<const Real>(gx, "grad gated rows");
       f.grad_z = bridge::view2<Real>(gz, "grad z");
       kk::so2_gate_backward(exec, f, E);
