@@ -2,6 +2,7 @@
 
 #include "comm.h"
 #include "pair.h"
+#include "platform.h"
 
 #include "edgeframe_node_map.h"
 
@@ -320,9 +321,13 @@ void FeatureExchange::forward(const edgeframe::NodeRows &h)
   }
   const std::size_t row_bytes = std::size_t(m_width) * h.element_size();
   char *rows = static_cast<char *>(h.data);
+  mark(nullptr);
   if (n_nodes) rows_to_stage(rows, row_bytes, *m_nodes, 0, n_local, m_stage.data(), m_words);      // owners out
+  mark(&Split::reorder);
   m_comm->forward_comm(m_pair);
+  mark(&Split::comm);
   if (n_nodes) stage_to_rows(m_stage.data(), m_words, *m_nodes, n_local, n_nodes, rows, row_bytes);  // ghosts in
+  mark(&Split::reorder);
 }
 
 void FeatureExchange::reverse(const edgeframe::NodeRows &grad)
@@ -338,11 +343,24 @@ void FeatureExchange::reverse(const edgeframe::NodeRows &grad)
   }
   const std::size_t row_bytes = std::size_t(m_width) * grad.element_size();
   char *rows = static_cast<char *>(grad.data);
+  mark(nullptr);
   if (n_nodes) rows_to_stage(rows, row_bytes, *m_nodes, 0, n_nodes, m_stage.data(), m_words);   // every row out
   for (int a : m_non_nodes) std::memset(m_stage.data() + std::size_t(a) * m_words, 0, m_words * sizeof(double));
+  mark(&Split::reorder);
   m_comm->reverse_comm(m_pair);
+  mark(&Split::comm);
   if (n_nodes) stage_to_rows(m_stage.data(), m_words, *m_nodes, 0, n_local, rows, row_bytes);  // owners' sums in
   if (n_nodes > n_local) std::memset(rows + n_local * row_bytes, 0, (n_nodes - n_local) * row_bytes);
+  mark(&Split::reorder);
+}
+
+void FeatureExchange::mark(double Split::*field)
+{
+  if (!m_measure) return;
+  EngineExec().fence("edgeframe::exchange timing");
+  const double now = platform::walltime();
+  if (field) m_split.*field += now - m_mark;
+  m_mark = now;
 }
 
 // Staged forward: owned node rows -> device stage (reordered on the device) -> the stage's owned
@@ -356,17 +374,25 @@ void FeatureExchange::staged_forward(const edgeframe::NodeRows &h, int n_local, 
   const auto dev = stage_rows<T>(s.device.data(), m_nall, m_words);
   const DevRows<T> rows(static_cast<T *>(h.data), n_nodes, m_width);
   const std::size_t owned = std::size_t(m_nlocal) * m_words, all = std::size_t(m_nall) * m_words;
+  mark(nullptr);
   gather_to_atoms<T>(rows, s.atom_of_node, 0, n_local, dev, m_width);
+  mark(&Split::reorder);
   if (m_device_comm) {    // LAMMPS packs the device stage itself (pack_forward_device & co.)
     EngineExec().fence("edgeframe::exchange gather");
     m_comm->forward_comm(m_pair);
+    mark(&Split::comm);
   } else {
     copy_words(s.host, s.device, 0, owned);    // deep_copy fences: the gather is done
+    mark(&Split::bus);
     m_comm->forward_comm(m_pair);
+    mark(&Split::comm);
     copy_words(s.device, s.host, owned, all);
+    mark(&Split::bus);
+    if (m_measure) m_split.bus_bytes += double(all) * sizeof(double);
   }
   scatter_to_nodes<T>(dev, s.atom_of_node, n_local, n_nodes, rows, m_width, false);
   EngineExec().fence("edgeframe::exchange forward");    // the engine reads the rows on its own stream
+  mark(&Split::reorder);
 }
 
 // Staged reverse: every node row (zero for ghosts that only relay) -> device stage -> the whole
@@ -381,19 +407,27 @@ void FeatureExchange::staged_reverse(const edgeframe::NodeRows &grad, int n_loca
   const auto dev = stage_rows<T>(s.device.data(), m_nall, m_words);
   const DevRows<T> rows(static_cast<T *>(grad.data), n_nodes, m_width);
   const std::size_t owned = std::size_t(m_nlocal) * m_words, all = std::size_t(m_nall) * m_words;
+  mark(nullptr);
   gather_to_atoms<T>(rows, s.atom_of_node, 0, n_local, dev, m_width);
   ghost_gradients_to_atoms<T>(rows, s.node_of_atom, m_nlocal, m_nall, dev, m_width);
+  mark(&Split::reorder);
   if (m_device_comm) {
     EngineExec().fence("edgeframe::exchange gather");
     m_comm->reverse_comm(m_pair);
+    mark(&Split::comm);
   } else {
     copy_words(s.host, s.device, 0, all);
+    mark(&Split::bus);
     m_comm->reverse_comm(m_pair);
+    mark(&Split::comm);
     copy_words(s.device, s.host, 0, owned);
+    mark(&Split::bus);
+    if (m_measure) m_split.bus_bytes += double(all + owned) * sizeof(double);
   }
   scatter_to_nodes<T>(dev, s.atom_of_node, 0, n_local, rows, m_width, false);
   zero_rows<T>(rows, n_local, n_nodes, m_width);
   EngineExec().fence("edgeframe::exchange reverse");
+  mark(&Split::reorder);
 }
 
 int FeatureExchange::pack_forward(int n, const int *list, double *buf) const

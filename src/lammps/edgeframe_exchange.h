@@ -78,6 +78,18 @@ namespace edgeframe_glue {
     long calls() const { return m_calls; }
     bool staged() const { return m_staged; }    // rows reordered on the device, staged through pinned memory
 
+    // Where the exchange's time goes (pair_style ... timing detail), seconds summed over calls:
+    // reordering node rows <-> the per-atom stage (device kernels, or host copies), copies
+    // between device and pinned host memory (with their byte count), and LAMMPS' communication
+    // (its pack / MPI / unpack, on the host or on the device). Measuring fences the device
+    // between the phases, so it is off unless asked for.
+    struct Split {
+      double reorder = 0.0, bus = 0.0, comm = 0.0;
+      double bus_bytes = 0.0;
+    };
+    void measure_split(bool on) { m_measure = on; }
+    const Split &split() const { return m_split; }
+
    private:
     struct Staged;    // the pinned stage, its device twin and the node map on the device (.cpp)
     double *stage() const;    // what LAMMPS' pack/unpack read and write: [nall, words]
@@ -98,6 +110,11 @@ namespace edgeframe_glue {
     std::vector<int> m_non_nodes;         // host path: atoms that are no node (zero rows in reverse())
     std::vector<int> m_node_of_atom;      // staged path: NodeMap's, -1 padded to nall (uploaded)
     std::unique_ptr<Staged> m_dev;        // staged path
+    bool m_measure = false;               // see measure_split()
+    Split m_split;
+    // Adds the time since the last mark to one Split field (fencing the engine's stream first).
+    void mark(double Split::*field);
+    double m_mark = 0.0;
   };
 
 }    // namespace edgeframe_glue

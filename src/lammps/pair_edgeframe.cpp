@@ -256,6 +256,7 @@ void PairEdgeframe::init_style()
   if (m_exchange && !m_feature_exchange)
     m_feature_exchange = std::make_unique<edgeframe_glue::FeatureExchange>(comm, this);
   if (m_exchange) m_feature_exchange->use_device_comm(m_exchange_device_comm);
+  if (m_exchange) m_feature_exchange->measure_split(m_timing_detail);
   const double shell = cfg.layers * cfg.r_cut + neighbor->skin;
   if (shell_mode && comm->cutghostuser < shell) {
     if (!m_cutghost_raised) m_cutghost_before = comm->cutghostuser;
@@ -564,6 +565,26 @@ void PairEdgeframe::unpack_reverse_comm(int n, int *list, double *buf)
   m_feature_exchange->unpack_reverse(n, list, buf);
 }
 
+// The exchange's own split (timing detail): every rank calls this collective from finish().
+void PairEdgeframe::reduce_exchange_split()
+{
+  const auto &x = m_feature_exchange->split();
+  double v[4] = {x.reorder, x.bus, x.comm, x.bus_bytes};
+  MPI_Allreduce(v, m_split_sum, 4, MPI_DOUBLE, MPI_SUM, world);
+  MPI_Allreduce(v, m_split_max, 4, MPI_DOUBLE, MPI_MAX, world);
+}
+
+void PairEdgeframe::print_exchange_split()
+{
+  const double p = comm->nprocs;
+  utils::logmesg(lmp,
+                 "edgeframe exchange split (seconds, mean / max over ranks; {} exchanges on rank 0): reordering rows "
+                 "{:.4g} / {:.4g} | device <-> pinned host copies {:.4g} / {:.4g} ({:.3g} GB per rank) | LAMMPS "
+                 "communication (pack, MPI, unpack) {:.4g} / {:.4g}\n",
+                 m_feature_exchange->calls(), m_split_sum[0] / p, m_split_max[0], m_split_sum[1] / p, m_split_max[1],
+                 m_split_sum[3] / p / 1e9, m_split_sum[2] / p, m_split_max[2]);
+}
+
 void PairEdgeframe::finish()
 {
   if (m_calls == 0) return;
@@ -580,6 +601,7 @@ void PairEdgeframe::finish()
   if (m_timing_detail) {
     MPI_Allreduce(d, d_sum, 6, MPI_DOUBLE, MPI_SUM, world);
     MPI_Allreduce(d, d_max, 6, MPI_DOUBLE, MPI_MAX, world);
+    if (m_exchange) reduce_exchange_split();
   }
   if (comm->me == 0) {
     const double p = comm->nprocs;
@@ -600,6 +622,7 @@ void PairEdgeframe::finish()
                    "nodes {:.1f} / {:.0f} | ghost nodes {:.1f} / {:.0f} | edges {:.1f} / {:.0f}\n",
                    m_folded ? "images folded" : (m_exchange ? "per-layer exchange" : "ghost shell"), g_sum[0] / p,
                    g_max[0], g_sum[1] / p, g_max[1], g_sum[2] / p, g_max[2], g_sum[3] / p, g_max[3]);
+    if (m_timing_detail && m_exchange) print_exchange_split();
     if (m_recompute_layers && m_evaluator)
       utils::logmesg(lmp, "edgeframe activations recompute: {} edge parts (layers x edge chunks) run again in the backward "
                           "pass over {} force calls (rank 0)\n",

@@ -165,18 +165,34 @@ def test_exchange_with_null_types_on_several_ranks(lammps, tmp_path, small_model
     assert close(forces, expect)
 
 
-@pytest.mark.parametrize("mode", ["exchange", "shell"])
-def test_timing_detail_prints_the_split(lammps, tmp_path, small_model, mode):
+@pytest.mark.parametrize("mode", ["exchange", "exchange-staged", "shell"])
+def test_timing_detail_prints_the_split(lammps, tmp_path, small_model, monkeypatch, mode):
+    if mode == "exchange-staged":
+        monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    staged = mode == "exchange-staged" or (ON_GPU and mode == "exchange")
     _, path = small_model
     atoms, boundary = structure("diamond64")
     _, _, _, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=2, pre="processors 2 1 1",
-                               style_args=f" ghost_mode {mode} timing detail")
+                               style_args=f" ghost_mode {mode.split('-')[0]} timing detail")
     line = next(ln for ln in output.splitlines() if ln.startswith("edgeframe timing detail"))
     for part in ("graph build", "band + radial", "edge-frame kernels", "GEMMs + dense torch ops",
                  "feature exchange", "results to LAMMPS"):
         assert part in line, line
     exchange_time = float(re.search(r"feature exchange ([\d.e+-]+) /", line).group(1))
-    assert (exchange_time > 0) == (mode == "exchange"), line
+    assert (exchange_time > 0) == (mode != "shell"), line
+    # The exchange's own split: reordering and LAMMPS' communication always, bus copies (and
+    # their bytes) only on the staged path; the parts add up to at most the exchange's time.
+    split = [ln for ln in output.splitlines() if ln.startswith("edgeframe exchange split")]
+    assert bool(split) == (mode != "shell"), output[-1500:]
+    if split:
+        num = r"([\d.e+-]+)"
+        m = re.search(rf"reordering rows {num} / {num} \| device <-> pinned host copies {num} / {num} \({num} GB per "
+                      rf"rank\) \| LAMMPS communication \(pack, MPI, unpack\) {num} / {num}", split[0])
+        assert m, split[0]
+        reorder, bus, gb, comm = float(m.group(1)), float(m.group(3)), float(m.group(5)), float(m.group(6))
+        assert reorder > 0 and comm > 0, split[0]
+        assert (bus > 0 and gb > 0) == staged, split[0]
+        assert reorder + bus + comm <= exchange_time * 1.05, (split[0], line)
 
 
 def test_timing_detail_and_graph_line_on_the_kk_device_path(lammps, tmp_path, small_model):
