@@ -185,11 +185,12 @@ std::map<std::string, Cost> kernel_costs(const ModelConfig& c, double E, double 
   m["edgeframe::wigner_band_backward"] = {E * (B * real + 3 * B * real + 3 * 8), E * B * 3 * 2};
   m["edgeframe::radial_backward"] = {E * (3 * 8 + c.n_rbf * (real + 8) + real + 8 + 3 * 8), E * c.n_rbf * 2};
   m["edgeframe::node_forces"] = {2 * E * 6 * 8 + N * (3 + 9) * 8, 2 * E * 12};
-  // The gate (every layer): z [E, (K + L) H] in, rows [E, K, H] out; backward reads z and the
-  // rows' gradient, writes z's gradient.
+  // The gate (every layer; the sigmoids come from torch): forward reads z's K row columns and
+  // the L + 1 sigmoids, writes [E, K, H]; backward reads z's rows, the sigmoids and the rows'
+  // gradient, writes z's gradient (K + L columns).
   const double H = c.hidden_channels;
-  m["edgeframe::so2_gate"] = {T * E * H * ((K + L) + K) * real, T * E * H * (K + 2 * L * 20)};
-  m["edgeframe::so2_gate_backward"] = {T * E * H * (2 * (K + L) + K) * real, T * E * H * (3 * K + 2 * L * 20)};
+  m["edgeframe::so2_gate"] = {T * E * H * (K + (L + 1) + K) * real, T * E * H * K};
+  m["edgeframe::so2_gate_backward"] = {T * E * H * (K + (L + 1) + K + (K + L)) * real, T * E * H * (3 * K + 3 * L)};
   // RMS norms: 2T - 1 over all D rows (layer norms, feed-forward norms but the last), 2 over
   // row 0 only (last feed-forward, readout); forward reads h and writes, backward reads h and
   // the gradient and writes.
@@ -368,6 +369,10 @@ int main(int argc, char** argv) {
                    argv[0], argv[0]);
       return 2;
     }
+  }
+  if (!trace_path.empty() && !torch_profile) {
+    std::fprintf(stderr, "%s: --trace needs --torch-profile\n", argv[0]);
+    return 2;
   }
   Kokkos::ScopeGuard guard(argc, argv);
   Kokkos::Tools::Experimental::set_begin_parallel_for_callback(begin_kernel);

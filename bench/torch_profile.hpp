@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 

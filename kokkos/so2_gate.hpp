@@ -14,6 +14,7 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <cstdint>
 #include <type_traits>
 
 #include "band_layout.hpp"
@@ -76,11 +77,12 @@ struct So2Gate {
   }
 
   // Devices: one thread per (edge, channel), rows computed (a table would sit in local memory).
-  KOKKOS_INLINE_FUNCTION void operator()(TagForward, int i) const {
-    forward_channel(i / channels, i % channels, [this](int l, int k) { return row_of_degree(l, k); });
+  // The (edge, channel) index is 64-bit: E C passes 2^31 at ~17 M edges for C = 128.
+  KOKKOS_INLINE_FUNCTION void operator()(TagForward, std::int64_t i) const {
+    forward_channel(int(i / channels), int(i % channels), [this](int l, int k) { return row_of_degree(l, k); });
   }
-  KOKKOS_INLINE_FUNCTION void operator()(TagBackward, int i) const {
-    backward_channel(i / channels, i % channels, [this](int l, int k) { return row_of_degree(l, k); });
+  KOKKOS_INLINE_FUNCTION void operator()(TagBackward, std::int64_t i) const {
+    backward_channel(int(i / channels), int(i % channels), [this](int l, int k) { return row_of_degree(l, k); });
   }
 
   // Host backends: one edge per iteration, channels innermost over contiguous rows (the loops
@@ -150,7 +152,9 @@ void so2_gate_forward(const Exec& exec, const So2Gate<Exec, Real>& f, int n_edge
   if constexpr (gate_per_edge<Exec>())
     Kokkos::parallel_for("edgeframe::so2_gate", Range<Exec, TagValue>(exec, 0, n_edges), f);
   else
-    Kokkos::parallel_for("edgeframe::so2_gate", Range<Exec, TagForward>(exec, 0, n_edges * f.channels), f);
+    Kokkos::parallel_for("edgeframe::so2_gate",
+                         Kokkos::RangePolicy<Exec, TagForward, Kokkos::IndexType<std::int64_t>>(
+                             exec, 0, std::int64_t(n_edges) * f.channels), f);
 }
 
 template <class Exec, class Real>
@@ -158,7 +162,9 @@ void so2_gate_backward(const Exec& exec, const So2Gate<Exec, Real>& f, int n_edg
   if constexpr (gate_per_edge<Exec>())
     Kokkos::parallel_for("edgeframe::so2_gate_backward", Range<Exec, TagValueAndGrad>(exec, 0, n_edges), f);
   else
-    Kokkos::parallel_for("edgeframe::so2_gate_backward", Range<Exec, TagBackward>(exec, 0, n_edges * f.channels), f);
+    Kokkos::parallel_for("edgeframe::so2_gate_backward",
+                         Kokkos::RangePolicy<Exec, TagBackward, Kokkos::IndexType<std::int64_t>>(
+                             exec, 0, std::int64_t(n_edges) * f.channels), f);
 }
 
 }  // namespace edgeframe::kk

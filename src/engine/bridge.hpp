@@ -57,7 +57,9 @@ inline Exec exec_instance() {
     std::optional<Exec> exec;
     bool hooked = false;
   };
-  static Cache cache;
+  // Leaked on purpose: no static destructor may run before the finalize hook that empties it
+  // (Kokkos can be finalized from an atexit handler registered earlier).
+  static Cache& cache = *new Cache;
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
   const std::lock_guard<std::mutex> guard(cache.lock);
   if (!cache.exec || cache.stream != stream) {

@@ -202,6 +202,8 @@ struct Evaluator::Impl {
       p1.blocks.push_back({start * 2 * C, rows * 2 * C, (start + L) * H, rows * H, lw.so2_1_big[m - 1], Tensor()});
       p2.blocks.push_back({start * H, rows * H, start * C, rows * C, lw.so2_2_big[m - 1], Tensor()});
     }
+    impl::validate(p1);
+    impl::validate(p2);
   }
 
   // Per degree l: h / sqrt(mean_{m,c} h^2 + eps) * scale[l]; h [N, >= (lmax+1)^2, C], scale

@@ -477,6 +477,30 @@ torch::Tensor unrotate_aggregate(const torch::Tensor& w, const torch::Tensor& ba
   return UnrotateAggregateFn::apply(w.contiguous(), band, env, handle_of(step));
 }
 
+void validate(const So2Plan& plan) {
+  // Blocks in range and disjoint on both sides: the forward and backward decide between empty
+  // and zero-filled outputs by summing the blocks' widths.
+  auto disjoint = [](std::vector<std::pair<int, int>> ranges, int width) {
+    std::sort(ranges.begin(), ranges.end());
+    int end = 0;
+    for (const auto& [begin, count] : ranges) {
+      if (begin < end || count < 0 || begin + count > width) return false;
+      end = begin + count;
+    }
+    return true;
+  };
+  std::vector<std::pair<int, int>> xs, zs;
+  for (const auto& b : plan.blocks) {
+    xs.emplace_back(b.x_col, b.x_cols);
+    zs.emplace_back(b.z_col, b.z_cols);
+    if (b.w.dim() != 2 || b.w.size(0) != b.z_cols || b.w.size(1) != b.x_cols ||
+        (b.bias.defined() && b.bias.numel() != b.z_cols))
+      throw ComputeError("edgeframe: SO(2) plan block weight does not match its column ranges");
+  }
+  if (!disjoint(xs, plan.x_width) || !disjoint(zs, plan.z_width))
+    throw ComputeError("edgeframe: SO(2) plan blocks overlap or leave their matrix");
+}
+
 torch::Tensor so2_linear(const torch::Tensor& x, const So2Plan& plan) {
   if (x.dim() != 2 || x.size(1) != plan.x_width || !x.is_contiguous())
     throw ComputeError("edgeframe: so2_linear wants contiguous x [E, " + std::to_string(plan.x_width) + "]");

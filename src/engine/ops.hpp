@@ -77,6 +77,7 @@ struct So2Plan {
   int x_width = 0, z_width = 0;
 };
 torch::Tensor so2_linear(const torch::Tensor& x, const So2Plan& plan);
+void validate(const So2Plan& plan);  // throws ComputeError unless the blocks are in range and disjoint
 
 // The gate between the two SO(2) linears (so2_gate.hpp): z [E, (K + L) C] (block-0 rows, the
 // gate pre-activations, then the m > 0 rows) -> [E, K, C].

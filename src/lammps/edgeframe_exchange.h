@@ -87,8 +87,16 @@ namespace edgeframe_glue {
       double reorder = 0.0, bus = 0.0, comm = 0.0;
       double bus_bytes = 0.0;
     };
-    void measure_split(bool on) { m_measure = on; }
+    // Starts a new split (LAMMPS calls init_style once per run: the split is per run, like the
+    // other timing lines).
+    void measure_split(bool on)
+    {
+      m_measure = on;
+      m_split = Split();
+      m_calls_at_split = m_calls;
+    }
     const Split &split() const { return m_split; }
+    long split_calls() const { return m_calls - m_calls_at_split; }    // exchanges since measure_split()
 
    private:
     struct Staged;    // the pinned stage, its device twin and the node map on the device (.cpp)
@@ -112,6 +120,7 @@ namespace edgeframe_glue {
     std::unique_ptr<Staged> m_dev;        // staged path
     bool m_measure = false;               // see measure_split()
     Split m_split;
+    long m_calls_at_split = 0;
     // Adds the time since the last mark to one Split field (fencing the engine's stream first).
     void mark(double Split::*field);
     double m_mark = 0.0;

@@ -581,7 +581,7 @@ void PairEdgeframe::print_exchange_split()
                  "edgeframe exchange split (seconds, mean / max over ranks; {} exchanges on rank 0): reordering rows "
                  "{:.4g} / {:.4g} | device <-> pinned host copies {:.4g} / {:.4g} ({:.3g} GB per rank) | LAMMPS "
                  "communication (pack, MPI, unpack) {:.4g} / {:.4g}\n",
-                 m_feature_exchange->calls(), m_split_sum[0] / p, m_split_max[0], m_split_sum[1] / p, m_split_max[1],
+                 m_feature_exchange->split_calls(), m_split_sum[0] / p, m_split_max[0], m_split_sum[1] / p, m_split_max[1],
                  m_split_sum[3] / p / 1e9, m_split_sum[2] / p, m_split_max[2]);
 }
 

@@ -172,9 +172,12 @@ def test_timing_detail_prints_the_split(lammps, tmp_path, small_model, monkeypat
     staged = mode == "exchange-staged" or (ON_GPU and mode == "exchange")
     _, path = small_model
     atoms, boundary = structure("diamond64")
+    # Two runs: every timing line, the exchange split included, is per run, so the second one
+    # (run 0: one force call, 2 (T - 1) exchanges) must not carry the first run's sums.
     _, _, _, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=2, pre="processors 2 1 1",
-                               style_args=f" ghost_mode {mode.split('-')[0]} timing detail")
-    line = next(ln for ln in output.splitlines() if ln.startswith("edgeframe timing detail"))
+                               style_args=f" ghost_mode {mode.split('-')[0]} timing detail",
+                               extra="run 3 post no\nrun 0 post no")
+    line = [ln for ln in output.splitlines() if ln.startswith("edgeframe timing detail")][-1]
     for part in ("graph build", "band + radial", "edge-frame kernels", "GEMMs + dense torch ops",
                  "feature exchange", "results to LAMMPS"):
         assert part in line, line
@@ -182,9 +185,11 @@ def test_timing_detail_prints_the_split(lammps, tmp_path, small_model, monkeypat
     assert (exchange_time > 0) == (mode != "shell"), line
     # The exchange's own split: reordering and LAMMPS' communication always, bus copies (and
     # their bytes) only on the staged path; the parts add up to at most the exchange's time.
-    split = [ln for ln in output.splitlines() if ln.startswith("edgeframe exchange split")]
+    split = [ln for ln in output.splitlines() if ln.startswith("edgeframe exchange split")][-1:]
     assert bool(split) == (mode != "shell"), output[-1500:]
     if split:
+        layers = 3    # small_model
+        assert f"; {2 * (layers - 1)} exchanges on rank 0)" in split[0], split[0]
         num = r"([\d.e+-]+)"
         m = re.search(rf"reordering rows {num} / {num} \| device <-> pinned host copies {num} / {num} \({num} GB per "
                       rf"rank\) \| LAMMPS communication \(pack, MPI, unpack\) {num} / {num}", split[0])

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "errors.hpp"
@@ -298,8 +299,11 @@ TEST(Evaluator, RepeatRunsAreBitIdenticalAndAWarmStepGrowsNoScratch) {
   }
 }
 
-// fp32 mode's accuracy contract: forces within 1e-5 (relative to max |F|) of fp64.
-constexpr double kFp32Contract = 1e-5;
+// Recompute vs keep in fp32: on the CPU measured up to 5e-7 (bound 3e-6); on the H200 cuBLAS
+// picks other GEMM kernels for the chunks' shapes, measured up to 4.7e-6: there the bound is
+// fp32 mode's accuracy contract, forces within 1e-5 (relative to max |F|) of fp64.
+constexpr double kFp32Contract =
+    std::is_same_v<Kokkos::DefaultExecutionSpace::memory_space, Kokkos::HostSpace> ? 3e-6 : 1e-5;
 
 TEST(Evaluator, RecomputedEdgePartsGiveTheSameResults) {
   // recompute_layers runs every layer's edge part twice (without autograd, then again in the
@@ -331,10 +335,8 @@ TEST(Evaluator, RecomputedEdgePartsGiveTheSameResults) {
           EXPECT_EQ(recompute.layers_recomputed() - before, pot.config.layers * chunks) << name << " chunk " << chunk;
           EXPECT_EQ(keep.layers_recomputed(), 0) << name;
           // fp32: chunks add their float aggregates in another order, and on a GPU cuBLAS picks
-          // other GEMM kernels (other reduction orders) for the chunks' shapes: measured up to
-          // 5e-7 of max |F| on the CPU and 4.7e-6 on the H200 (atom virial; forces 3.7e-6). The
-          // bound is fp32 mode's contract, forces within 1e-5 of fp64 (issue #7); a chunk lost
-          // or counted twice moves results by O(1).
+          // other GEMM kernels (other reduction orders) for the chunks' shapes (kFp32Contract);
+          // a chunk lost or counted twice moves results by O(1).
           const double tol = p == Precision::fp64 ? 1e-13 : kFp32Contract;
           EXPECT_NEAR(b.energy, a.energy, tol * std::fabs(a.energy)) << name;
           EXPECT_LT(rel_err(b.forces, a.forces), tol) << name << " chunk " << chunk << " n_local " << n_local;
