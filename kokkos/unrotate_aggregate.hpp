@@ -7,6 +7,7 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <cstdint>
 
 #include "band_layout.hpp"
 #include "kernel_common.hpp"
@@ -14,6 +15,7 @@
 namespace edgeframe::kk {
 
 struct TagBackwardLanes {};
+struct TagForwardLanes {};
 
 template <class Exec, class Real>
 struct UnrotateAggregate {
@@ -31,6 +33,7 @@ struct UnrotateAggregate {
   double scale;                      // 1 / avg_neighbors
   int lmax, mmax, channels;
   int n_edges = 0, edges_per_team = 1;  // backward in the lanes order (set by the launcher)
+  int n_nodes = 0;                      // forward in the lanes order (set by the launcher)
 
   // Per node a: walk its incoming edges in CSR order, accumulating into its own output row.
   KOKKOS_INLINE_FUNCTION void operator()(TagForward, const Team& team) const {
@@ -53,6 +56,28 @@ struct UnrotateAggregate {
         }
       }
     }
+  }
+
+  // The same forward in the lanes order: one thread per output element (node a, row (l, m'),
+  // channel c), accumulating in a register over a's incoming edges in CSR order and, per edge,
+  // over m: the products and their order per element are the rows order's, with no read-modify-
+  // write of the output row in memory and D C times more threads (the rows order ran one team
+  // per node: 512 teams at 512 atoms, 6 % of copy bandwidth on the H200). Index 64-bit.
+  KOKKOS_INLINE_FUNCTION void operator()(TagForwardLanes, std::int64_t i) const {
+    const int C = channels, D = (lmax + 1) * (lmax + 1);
+    const int c = int(i % C), q = int((i / C) % D), a = int(i / (std::int64_t(C) * D));
+    int l = 0;
+    while ((l + 1) * (l + 1) <= q) ++l;
+    const int mp = q - l * l - l, k = band_k(l, mmax), off = band_offset(l, mmax);
+    Real acc = Real(0);
+    for (int e = recv_offsets(a); e < recv_offsets(a + 1); ++e) {
+      const Real se = static_cast<Real>(scale) * env(e);
+      for (int m = -k; m <= k; ++m) {
+        const Real d = se * band(e, off + (m + k) * (2 * l + 1) + mp + l);
+        acc += d * w(e, packed_row(l, m, lmax), c);
+      }
+    }
+    agg(a, q, c) = acc;
   }
 
   // Per edge e: with G = grad_agg[recv(e)] and rg[row, c] = sum_{m'} D_{m m'} G[(l, m'), c],
@@ -127,8 +152,17 @@ struct UnrotateAggregate {
 };
 
 template <class Exec, class Real>
-void unrotate_aggregate_forward(const Exec& exec, const UnrotateAggregate<Exec, Real>& f, int n_nodes) {
-  Kokkos::parallel_for("edgeframe::unrotate_aggregate", team_policy<Exec, TagForward>(exec, n_nodes), f);
+void unrotate_aggregate_forward(const Exec& exec, const UnrotateAggregate<Exec, Real>& f, int n_nodes,
+                                LoopOrder order = default_loop_order<Exec>()) {
+  if (order == LoopOrder::rows) {
+    Kokkos::parallel_for("edgeframe::unrotate_aggregate", team_policy<Exec, TagForward>(exec, n_nodes), f);
+    return;
+  }
+  UnrotateAggregate<Exec, Real> lanes = f;
+  lanes.n_nodes = n_nodes;
+  const std::int64_t count = std::int64_t(n_nodes) * (f.lmax + 1) * (f.lmax + 1) * f.channels;
+  Kokkos::parallel_for("edgeframe::unrotate_aggregate",
+                       Kokkos::RangePolicy<Exec, TagForwardLanes, Kokkos::IndexType<std::int64_t>>(exec, 0, count), lanes);
 }
 
 template <class Exec, class Real>

@@ -225,7 +225,7 @@ struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateF
       using Real = decltype(real);
       auto f = unrot_functor<Real>(s, w, band, env);
       f.agg = bridge::view3<Real>(agg, "aggregate");
-      kk::unrotate_aggregate_forward(exec, f, N);
+      kk::unrotate_aggregate_forward(exec, f, N, s.loop_order);
     });
     fence_for_torch(exec);
     return agg;

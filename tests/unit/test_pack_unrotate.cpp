@@ -212,7 +212,7 @@ Outputs run_kernels(const HostCase& h, const std::vector<double>& n, const std::
   kk::UnrotateAggregate<Exec, Real> unrot{as3<Real, Exec>(dw, h.E, h.K, C), band2, denv, recv, ro, agg,
                                           as3<Real, Exec>(dga, h.N, h.D, C), grad_w, gbu, genv, scale,
                                           h.s.lmax, h.s.mmax, C};
-  kk::unrotate_aggregate_forward(exec, unrot, h.N);
+  kk::unrotate_aggregate_forward(exec, unrot, h.N, order);
   kk::unrotate_aggregate_backward(exec, unrot, h.E, order);
   exec.fence("test: results to the host");
   return {down(u), down(grad_n), down(gbp), down(grad_g), down(agg), down(grad_w), down(gbu), down(genv)};
@@ -276,11 +276,11 @@ TYPED_TEST(PackUnrotateTest, FloatAgreesWithDouble) {
 }
 
 TYPED_TEST(PackUnrotateTest, LanesLoopOrderMatchesRowsLoopOrder) {
-  // The per-edge backward kernels (pack backward-edge, unrotate backward) in both loop orders
-  // (kernel_common.hpp LoopOrder) on the same inputs: grad_w and grad_g have the same products in
-  // the same order per channel (bitwise equal on the host; FMA contraction may differ on a
-  // device); grad_band and grad_env sum channels in another order; grad_n (node pass, fed by
-  // grad_rot) must agree too.
+  // The per-edge backward kernels (pack backward-edge, unrotate backward) and unrotate's forward
+  // in both loop orders (kernel_common.hpp LoopOrder) on the same inputs: grad_w, grad_g and agg
+  // have the same products in the same order per element (bitwise equal on the host; FMA
+  // contraction may differ on a device); grad_band and grad_env sum channels in another order;
+  // grad_n (node pass, fed by grad_rot) must agree too.
   for (const Shape& s : kShapes) {
     const auto h = make_case(s, 41);
     const auto rows = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::rows);
@@ -289,7 +289,8 @@ TYPED_TEST(PackUnrotateTest, LanesLoopOrderMatchesRowsLoopOrder) {
                               {&rows.grad_band_u, &lanes.grad_band_u, "unrotate grad_band"},
                               {&rows.grad_env, &lanes.grad_env, "grad_env"},
                               {&rows.grad_band_p, &lanes.grad_band_p, "pack grad_band"},
-                              {&rows.grad_g, &lanes.grad_g, "grad_g"}, {&rows.grad_n, &lanes.grad_n, "grad_n"}}) {
+                              {&rows.grad_g, &lanes.grad_g, "grad_g"}, {&rows.grad_n, &lanes.grad_n, "grad_n"},
+                              {&rows.agg, &lanes.agg, "agg"}}) {
       const double sc = max_abs(*a);
       ASSERT_GT(sc, 0.0) << what;
       for (size_t i = 0; i < a->size(); ++i) ASSERT_NEAR((*a)[i], (*b)[i], kLoopRelTol * sc) << what << " " << i;
@@ -298,6 +299,7 @@ TYPED_TEST(PackUnrotateTest, LanesLoopOrderMatchesRowsLoopOrder) {
       EXPECT_EQ(rows.grad_w, lanes.grad_w);
       EXPECT_EQ(rows.grad_g, lanes.grad_g);
       EXPECT_EQ(rows.grad_n, lanes.grad_n);
+      EXPECT_EQ(rows.agg, lanes.agg);
     }
   }
 }
