@@ -9,6 +9,7 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <cstdint>
 
 #include "band_layout.hpp"
 #include "kernel_common.hpp"
@@ -18,6 +19,7 @@ namespace edgeframe::kk {
 struct TagBackwardEdge {};
 struct TagBackwardEdgeLanes {};
 struct TagBackwardNode {};
+struct TagBackwardNodeLanes {};
 
 // Loop order (all passes): band entries outer, channels inner and contiguous, accumulating
 // into the output row this team owns, so the channel loop vectorises on CPUs and coalesces on
@@ -198,6 +200,32 @@ struct EdgeFramePack {
       }
     }
   }
+
+  // The node pass in the lanes order: one thread per output element (node a, row (l, m'),
+  // channel c), accumulating in a register over the same edges in the same order (sender
+  // grouping, then receiver CSR) and, per edge, over m: the rows order's products and order
+  // per element, without the read-modify-write of the output row in memory and with D C times
+  // more threads (rows: one team per node, 21 % of copy bandwidth on the H200). Index 64-bit.
+  KOKKOS_INLINE_FUNCTION void operator()(TagBackwardNodeLanes, std::int64_t i) const {
+    const int C = channels, D = (lmax + 1) * (lmax + 1);
+    const int c = int(i % C), row = int((i / C) % D), a = int(i / (std::int64_t(C) * D));
+    int l = 0;
+    while ((l + 1) * (l + 1) <= row) ++l;
+    const int mp = row - l * l - l, k = band_k(l, mmax), off = band_offset(l, mmax);
+    const int n_send = send_offsets(a + 1) - send_offsets(a);
+    const int n_recv = recv_offsets(a + 1) - recv_offsets(a);
+    Real acc = Real(0);
+    for (int q = 0; q < n_send + n_recv; ++q) {
+      const bool sender = q < n_send;
+      const int e = sender ? send_edges(send_offsets(a) + q) : recv_offsets(a) + (q - n_send);
+      const int half = sender ? 0 : C;
+      for (int m = -k; m <= k; ++m) {
+        const Real d = band(e, off + (m + k) * (2 * l + 1) + mp + l);
+        acc += d * grad_rot(e, packed_row(l, m, lmax), half + c);
+      }
+    }
+    grad_n(a, row, c) = acc;
+  }
 };
 
 template <class Exec, class Real>
@@ -222,12 +250,24 @@ void edge_frame_pack_backward_edge(const Exec& exec, const EdgeFramePack<Exec, R
   }
 }
 
+// The per-node half of the backward (grad_n from grad_rot) in either loop order.
+template <class Exec, class Real>
+void edge_frame_pack_backward_node(const Exec& exec, const EdgeFramePack<Exec, Real>& f, int n_nodes,
+                                   LoopOrder order = default_loop_order<Exec>()) {
+  if (order == LoopOrder::rows) {
+    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node", team_policy<Exec, TagBackwardNode>(exec, n_nodes), f);
+    return;
+  }
+  const std::int64_t count = std::int64_t(n_nodes) * (f.lmax + 1) * (f.lmax + 1) * f.channels;
+  Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node",
+                       Kokkos::RangePolicy<Exec, TagBackwardNodeLanes, Kokkos::IndexType<std::int64_t>>(exec, 0, count), f);
+}
+
 template <class Exec, class Real>
 void edge_frame_pack_backward(const Exec& exec, const EdgeFramePack<Exec, Real>& f, int n_edges, int n_nodes,
                               LoopOrder order = default_loop_order<Exec>()) {
   edge_frame_pack_backward_edge(exec, f, n_edges, order);
-  Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node",
-                       team_policy<Exec, TagBackwardNode>(exec, n_nodes), f);
+  edge_frame_pack_backward_node(exec, f, n_nodes, order);
 }
 
 }  // namespace edgeframe::kk

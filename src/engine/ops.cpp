@@ -178,8 +178,7 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
     kk::edge_frame_pack_backward_edge(exec, f, E, s.loop_order);
     if (want_n) {  // layer 0's input does not depend on the positions: skip its node pass
       f.grad_n = bridge::view3<Real>(grad_n, "grad n");
-      Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node",
-                           kk::team_policy<Exec, kk::TagBackwardNode>(exec, s.graph.n_nodes), f);
+      kk::edge_frame_pack_backward_node(exec, f, s.graph.n_nodes, s.loop_order);
     }
     fence_for_torch(exec);
     return {grad_n, grad_band, grad_g, Tensor()};
