@@ -4,6 +4,7 @@
 #   OUT=$OUT BUDGET=420 bash tools/train/gpu_production.sh        (from the repo root)
 #   OUT=/tmp/dry BUDGET=20 DEVICE=cpu bash tools/train/gpu_production.sh   (dry run, CPU)
 #   RUNS="C C-b64 Cu Cu-b64" ...   (variants, below; with two GPUs the runs alternate between them)
+#   RUNS="C-cont Cu-cont" ...       (continue the shipped runs; carry build-train/init too)
 #
 # C and Cu train AT THE SAME TIME, one process each (each is bound by Python's kernel-launch
 # rate, not by the GPU, so two share the card well), each with its own --time-budget; a run
@@ -55,9 +56,14 @@ declare -A ARGS=(
 # 16-frame one; measured (2026-11-30c, two runs per H200) it took 2.8-3.6x as long, and in the
 # same 420 s the batch-64 runs ended worse on validation (C 33 vs 16.5 meV/atom, Cu 17 vs 8.8),
 # so the shipped files stay batch 16. The validation set picks between variants, never the test set.
+# C-cont / Cu-cont continue the shipped v3 runs (their best.pt, carried as build-train/init/:
+# `tar xzf runs.tar.gz ./C/best.pt` of the 2026-11-30c call) for another budget with a lower
+# peak learning rate: v3's validation error was still falling when its 420 s ran out.
 declare -A VARIANT=(
   [C-b64]="C --batch 64 --lr 5e-3"
   [Cu-b64]="Cu --batch 64 --lr 5e-3"
+  [C-cont]="C --init-from ${INIT_C:-build-train/init/C-best.pt} --lr 1e-3"
+  [Cu-cont]="Cu --init-from ${INIT_CU:-build-train/init/Cu-best.pt} --lr 1e-3"
 )
 RUNS=${RUNS:-"C Cu"}
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU" || true)

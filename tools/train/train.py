@@ -242,6 +242,9 @@ def parse_args(argv=None):
     ap.add_argument("--cache-only", action="store_true",
                     help="only build the neighbour-list cache (--cache) and exit")
     ap.add_argument("--name", default=None, help="potential file name (default <element>)")
+    ap.add_argument("--init-from", type=pathlib.Path, default=None,
+                    help="continue from a best.pt / last.pt of an earlier run: its model config (e0 and "
+                         "avg_neighbors included) and weights; optimiser and schedule start afresh")
     for k, v in PRESETS["C"].items():
         ap.add_argument("--" + k.replace("_", "-"), type=type(v), default=None)
     return ap.parse_args(argv)
@@ -293,7 +296,23 @@ def main(argv=None):
     e0 = fit_e0(train, species)
     avg_nb = round(train.mean_neighbors(), 3)
     cfg = ModelConfig(species=species, avg_neighbors=avg_nb, e0=e0, **hp)
+    init_state = None
+    if args.init_from is not None:
+        # Continue an earlier run: the same model (its e0 and avg_neighbors too, so the energy
+        # surface does not jump), its weights, fresh Adam state and learning-rate schedule.
+        ck = torch.load(args.init_from, map_location="cpu")
+        given = ModelConfig(**ck["cfg"])
+        differs = [k for k in hp if getattr(given, k) != getattr(cfg, k)]
+        if given.species != species or differs:
+            raise SystemExit(f"--init-from {args.init_from}: its model differs from this run's "
+                             f"({'species' if given.species != species else ', '.join(differs)}); "
+                             f"pass the same hyperparameters")
+        cfg = given
+        init_state = ck["state"] if "state" in ck else ck["ema"]
     model = init_model(cfg, args.seed).to(device=device, dtype=dtype)
+    if init_state is not None:
+        model.load_state_dict(init_state)
+        print(f"[{args.element}] weights from {args.init_from} (epoch {ck.get('epoch', '?')})", flush=True)
     ema = copy.deepcopy(model)
     for p in ema.parameters():
         p.requires_grad_(False)
@@ -427,7 +446,8 @@ def main(argv=None):
                    if device.type == "cuda" else "cpu"), batch=args.batch, lr=args.lr,
                    lr_min=args.lr_min, weights=dict(energy=weights[0], force=weights[1],
                                                     virial=weights[2]), ema=args.ema,
-                   seed=args.seed, torch=torch.__version__, stop=stop_reason)
+                   seed=args.seed, torch=torch.__version__, stop=stop_reason,
+                   init_from=str(args.init_from) if args.init_from else None)
     data_desc = (f"tools/data/{args.element}.npz (sha256 of arrays "
                  f"{data_meta['sha256_arrays'][:16]}...), {data_meta['potential']['style']} "
                  f"{data_meta['potential']['file']} via LAMMPS; train {train.n_frames} frames, "
@@ -459,8 +479,13 @@ def main(argv=None):
     results["training"] = summary
     results["wall_seconds"] = round(time.time() - t_start)
     (out / "metrics.json").write_text(json.dumps(results, indent=1) + "\n")
-    t = results["test"]
-    print(f"[{args.element}] TEST energy RMSE {t['energy_rmse_meV_atom']:.3f} meV/atom, "
+    for name in ("test", "val", "train"):    # the first split evaluated, test if asked for
+        if name in results:
+            break
+    else:
+        return results
+    t = results[name]
+    print(f"[{args.element}] {name.upper()} energy RMSE {t['energy_rmse_meV_atom']:.3f} meV/atom, "
           f"force RMSE {t['force_rmse_meV_A']:.2f} meV/A, virial RMSE "
           f"{t['virial_rmse_meV_atom']:.2f} meV/atom -> {pot_path}", flush=True)
     for fam, v in t["per_family"].items():

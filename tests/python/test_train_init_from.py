@@ -1,0 +1,37 @@
+"""tools/train/train.py --init-from: a run continues an earlier run's model (its config, e0 and
+avg_neighbors included, and its best EMA weights). A continuation whose learning rate is ~0
+must reproduce the earlier run's validation errors; one with other hyperparameters must stop
+with a message naming them. Tiny model and 4 training frames (about a minute on the CPU)."""
+
+import json
+import subprocess
+import sys
+
+from conftest import ROOT
+
+TINY = ["--element", "C", "--device", "cpu", "--dtype", "float64", "--epochs", "1", "--max-train-frames", "4",
+        "--batch", "4", "--channels", "8", "--hidden-channels", "8", "--ffn-channels", "16", "--final-splits", "val"]
+
+
+def train(tmp_path, name, *extra):
+    out = tmp_path / name
+    run = subprocess.run([sys.executable, "train/train.py", *TINY, "--out", str(out), "--cache", str(tmp_path / "cache"),
+                          *extra], cwd=ROOT / "tools", capture_output=True, text=True, timeout=600)
+    return run, out
+
+
+def test_init_from_continues_the_earlier_model(tmp_path):
+    first, out1 = train(tmp_path, "first")
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    again, out2 = train(tmp_path, "again", "--init-from", str(out1 / "best.pt"), "--lr", "1e-12", "--lr-min", "1e-12")
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    assert "weights from" in again.stdout
+    v1 = json.loads((out1 / "metrics.json").read_text())["val"]
+    v2 = json.loads((out2 / "metrics.json").read_text())["val"]
+    for key in ("energy_rmse_meV_atom", "force_rmse_meV_A", "virial_rmse_meV_atom"):
+        assert abs(v2[key] - v1[key]) <= 1e-6 * abs(v1[key]), (key, v1[key], v2[key])
+    assert json.loads((out2 / "metrics.json").read_text())["training"]["init_from"].endswith("best.pt")
+
+    other, _ = train(tmp_path, "other", "--init-from", str(out1 / "best.pt"), "--channels", "12")
+    assert other.returncode != 0
+    assert "its model differs from this run's (channels)" in other.stdout + other.stderr
