@@ -33,7 +33,6 @@ struct UnrotateAggregate {
   double scale;                      // 1 / avg_neighbors
   int lmax, mmax, channels;
   int n_edges = 0, edges_per_team = 1;  // backward in the lanes order (set by the launcher)
-  int n_nodes = 0;                      // forward in the lanes order (set by the launcher)
 
   // Per node a: walk its incoming edges in CSR order, accumulating into its own output row.
   KOKKOS_INLINE_FUNCTION void operator()(TagForward, const Team& team) const {
@@ -158,11 +157,9 @@ void unrotate_aggregate_forward(const Exec& exec, const UnrotateAggregate<Exec, 
     Kokkos::parallel_for("edgeframe::unrotate_aggregate", team_policy<Exec, TagForward>(exec, n_nodes), f);
     return;
   }
-  UnrotateAggregate<Exec, Real> lanes = f;
-  lanes.n_nodes = n_nodes;
   const std::int64_t count = std::int64_t(n_nodes) * (f.lmax + 1) * (f.lmax + 1) * f.channels;
   Kokkos::parallel_for("edgeframe::unrotate_aggregate",
-                       Kokkos::RangePolicy<Exec, TagForwardLanes, Kokkos::IndexType<std::int64_t>>(exec, 0, count), lanes);
+                       Kokkos::RangePolicy<Exec, TagForwardLanes, Kokkos::IndexType<std::int64_t>>(exec, 0, count), f);
 }
 
 template <class Exec, class Real>
