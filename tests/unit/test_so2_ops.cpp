@@ -76,17 +76,20 @@ INSTANTIATE_TEST_SUITE_P(Cases, So2GateTest, kCases, name_of);
 TEST(So2Gate, RowsWiderThanTheHostBufferMatchToo) {
   // Host backends keep one double per channel on the stack (kHostChannels); wider rows take the
   // per-channel order. Both must give the composition's numbers.
-  constexpr int E = 3, C = 1030, L = 2, M = 1;
-  const int K = kk::band_rows(L, M);
-  torch::manual_seed(9);
-  const auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(bridge::device());
-  const torch::Tensor base = 3.0 * torch::randn({E, (K + L) * C}, opts), probe = torch::randn({E, K, C}, opts);
-  const torch::Tensor z1 = base.clone().requires_grad_(true), z2 = base.clone().requires_grad_(true);
-  const torch::Tensor got = impl::so2_gate(z1, L, M, C), want = gate_reference(z2, L, M, C);
-  EXPECT_LT(rel(got, want), 1e-14);
-  const torch::Tensor g1 = torch::autograd::grad({(got * probe).sum()}, {z1})[0];
-  const torch::Tensor g2 = torch::autograd::grad({(want * probe).sum()}, {z2})[0];
-  EXPECT_LT(rel(g1, g2), 1e-14);
+  // That order is also the device order, so this covers it on host builds (mmax 1 and 2).
+  constexpr int E = 3, C = 1030;
+  for (const auto& [L, M] : {std::pair{2, 1}, std::pair{3, 2}}) {
+    const int K = kk::band_rows(L, M);
+    torch::manual_seed(9);
+    const auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(bridge::device());
+    const torch::Tensor base = 3.0 * torch::randn({E, (K + L) * C}, opts), probe = torch::randn({E, K, C}, opts);
+    const torch::Tensor z1 = base.clone().requires_grad_(true), z2 = base.clone().requires_grad_(true);
+    const torch::Tensor got = impl::so2_gate(z1, L, M, C), want = gate_reference(z2, L, M, C);
+    EXPECT_LT(rel(got, want), 1e-14) << "L" << L << "m" << M;
+    const torch::Tensor g1 = torch::autograd::grad({(got * probe).sum()}, {z1})[0];
+    const torch::Tensor g2 = torch::autograd::grad({(want * probe).sum()}, {z2})[0];
+    EXPECT_LT(rel(g1, g2), 1e-14) << "L" << L << "m" << M;
+  }
 }
 
 // ---- so2_linear ----------------------------------------------------------------------------
