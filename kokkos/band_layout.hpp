@@ -67,6 +67,7 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <cstdint>
 
 namespace edgeframe::kk {
 
@@ -88,6 +89,21 @@ KOKKOS_INLINE_FUNCTION constexpr int band_index(int l, int m, int mp, int mmax) 
   return band_offset(l, mmax) + (m + band_k(l, mmax)) * (2 * l + 1) + (mp + l);
 }
 
+// One element of a node-feature array [N, D, C] from its flat index i = (a D + row) C + c, with
+// the row's degree l and order m' (row = coeff_index(l, m')): the per-element loop orders.
+struct NodeElement {
+  int a, row, l, mp, c;
+};
+KOKKOS_INLINE_FUNCTION NodeElement node_element(std::int64_t i, int lmax, int channels) {
+  const int D = n_coeffs(lmax);
+  NodeElement x{};
+  x.c = int(i % channels);
+  x.row = int((i / channels) % D);
+  x.a = int(i / (std::int64_t(channels) * D));
+  while ((x.l + 1) * (x.l + 1) <= x.row) ++x.l;
+  x.mp = x.row - x.l * x.l - x.l;
+  return x;
+}
 // Number of band rows K = sum_l (2 k(l) + 1).
 KOKKOS_INLINE_FUNCTION constexpr int band_rows(int lmax, int mmax) {
   int k = 0;

@@ -207,11 +207,8 @@ struct EdgeFramePack {
   // per element, without the read-modify-write of the output row in memory and with D C times
   // more threads (rows: one team per node, 21 % of copy bandwidth on the H200). Index 64-bit.
   KOKKOS_INLINE_FUNCTION void operator()(TagBackwardNodeLanes, std::int64_t i) const {
-    const int C = channels, D = (lmax + 1) * (lmax + 1);
-    const int c = int(i % C), row = int((i / C) % D), a = int(i / (std::int64_t(C) * D));
-    int l = 0;
-    while ((l + 1) * (l + 1) <= row) ++l;
-    const int mp = row - l * l - l, k = band_k(l, mmax), off = band_offset(l, mmax);
+    const auto [a, row, l, mp, c] = node_element(i, lmax, channels);
+    const int C = channels, k = band_k(l, mmax), off = band_offset(l, mmax);
     const int n_send = send_offsets(a + 1) - send_offsets(a);
     const int n_recv = recv_offsets(a + 1) - recv_offsets(a);
     Real acc = Real(0);
@@ -258,9 +255,8 @@ void edge_frame_pack_backward_node(const Exec& exec, const EdgeFramePack<Exec, R
     Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node", team_policy<Exec, TagBackwardNode>(exec, n_nodes), f);
     return;
   }
-  const std::int64_t count = std::int64_t(n_nodes) * (f.lmax + 1) * (f.lmax + 1) * f.channels;
   Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node",
-                       Kokkos::RangePolicy<Exec, TagBackwardNodeLanes, Kokkos::IndexType<std::int64_t>>(exec, 0, count), f);
+                       node_element_range<Exec, TagBackwardNodeLanes>(exec, n_nodes, f.lmax, f.channels), f);
 }
 
 template <class Exec, class Real>

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <cstdint>
 #include <type_traits>
 
 namespace edgeframe::kk {
@@ -26,6 +27,14 @@ using View3 = Kokkos::View<T***, Kokkos::LayoutRight, typename Exec::memory_spac
 // [n, 3] Cartesian vectors.
 template <class T, class Exec>
 using Vec3View = Kokkos::View<T* [3], Kokkos::LayoutRight, typename Exec::memory_space>;
+
+// One iteration per element of a node-feature array [N, (lmax+1)^2, C] (band_layout.hpp
+// node_element), 64-bit: N D C passes 2^31 at ~1 M atoms for L = 3, C = 128.
+template <class Exec, class Tag>
+Kokkos::RangePolicy<Exec, Tag, Kokkos::IndexType<std::int64_t>> node_element_range(const Exec& exec, int n_nodes,
+                                                                                   int lmax, int channels) {
+  return {exec, 0, std::int64_t(n_nodes) * (lmax + 1) * (lmax + 1) * channels};
+}
 
 // Team policy for the channel-vectorised kernels: one thread per team on host backends (the
 // channel loops vectorise; dot products use team_dot's fixed-order partial sums), the

@@ -63,11 +63,8 @@ struct UnrotateAggregate {
   // write of the output row in memory and D C times more threads (the rows order ran one team
   // per node: 512 teams at 512 atoms, 6 % of copy bandwidth on the H200). Index 64-bit.
   KOKKOS_INLINE_FUNCTION void operator()(TagForwardLanes, std::int64_t i) const {
-    const int C = channels, D = (lmax + 1) * (lmax + 1);
-    const int c = int(i % C), q = int((i / C) % D), a = int(i / (std::int64_t(C) * D));
-    int l = 0;
-    while ((l + 1) * (l + 1) <= q) ++l;
-    const int mp = q - l * l - l, k = band_k(l, mmax), off = band_offset(l, mmax);
+    const auto [a, q, l, mp, c] = node_element(i, lmax, channels);
+    const int k = band_k(l, mmax), off = band_offset(l, mmax);
     Real acc = Real(0);
     for (int e = recv_offsets(a); e < recv_offsets(a + 1); ++e) {
       const Real se = static_cast<Real>(scale) * env(e);
@@ -157,9 +154,8 @@ void unrotate_aggregate_forward(const Exec& exec, const UnrotateAggregate<Exec, 
     Kokkos::parallel_for("edgeframe::unrotate_aggregate", team_policy<Exec, TagForward>(exec, n_nodes), f);
     return;
   }
-  const std::int64_t count = std::int64_t(n_nodes) * (f.lmax + 1) * (f.lmax + 1) * f.channels;
   Kokkos::parallel_for("edgeframe::unrotate_aggregate",
-                       Kokkos::RangePolicy<Exec, TagForwardLanes, Kokkos::IndexType<std::int64_t>>(exec, 0, count), f);
+                       node_element_range<Exec, TagForwardLanes>(exec, n_nodes, f.lmax, f.channels), f);
 }
 
 template <class Exec, class Real>
