@@ -257,15 +257,20 @@ struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateF
 // ---- so2_linear (block GEMMs into column ranges) and so2_gate -----------------------------------
 // On CUDA, torch's GEMMs take a column range of a row-major matrix as it is (a leading
 // dimension larger than the width), so the outputs below are written in place.
+// [rows, width] for blocks that write `part` columns each: zero-filled only when some column is
+// written by no block (the blocks are disjoint, validate()).
+Tensor block_output(std::int64_t rows, int width, const So2Plan& plan, int So2Plan::Block::*part,
+                    const torch::TensorOptions& options) {
+  int covered = 0;
+  for (const auto& b : plan.blocks) covered += b.*part;
+  return covered == width ? torch::empty({rows, width}, options) : torch::zeros({rows, width}, options);
+}
+
 struct So2LinearFn : public torch::autograd::Function<So2LinearFn> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, std::int64_t plan_handle) {
     const So2Plan& plan = *reinterpret_cast<const So2Plan*>(plan_handle);
     ctx->saved_data["plan"] = plan_handle;
-    const std::int64_t E = x.size(0);
-    int covered = 0;
-    for (const auto& b : plan.blocks) covered += b.z_cols;
-    Tensor z = covered == plan.z_width ? torch::empty({E, plan.z_width}, x.options())
-                                       : torch::zeros({E, plan.z_width}, x.options());
+    Tensor z = block_output(x.size(0), plan.z_width, plan, &So2Plan::Block::z_cols, x.options());
     for (const auto& b : plan.blocks) {
       Tensor out = z.narrow(1, b.z_col, b.z_cols);
       const Tensor in = x.narrow(1, b.x_col, b.x_cols);
@@ -280,11 +285,7 @@ struct So2LinearFn : public torch::autograd::Function<So2LinearFn> {
     const Tensor& gz = grads[0];
     if (!gz.defined()) return {Tensor(), Tensor()};
     const Tensor g = gz.contiguous();
-    const std::int64_t E = g.size(0);
-    int covered = 0;
-    for (const auto& b : plan.blocks) covered += b.x_cols;
-    Tensor gx = covered == plan.x_width ? torch::empty({E, plan.x_width}, g.options())
-                                        : torch::zeros({E, plan.x_width}, g.options());
+    Tensor gx = block_output(g.size(0), plan.x_width, plan, &So2Plan::Block::x_cols, g.options());
     for (const auto& b : plan.blocks) {
       Tensor out = gx.narrow(1, b.x_col, b.x_cols);
       at::mm_out(out, g.narrow(1, b.z_col, b.z_cols), b.w);
