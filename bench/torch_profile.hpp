@@ -56,6 +56,7 @@ inline void profile_steps(int reps, double step_s, const std::function<void()>& 
 
   std::map<std::string, std::pair<double, int>> by_name, by_family;  // seconds, launches
   double busy = 0;
+  int events = 0;
   for (const auto& e : result->events()) {
     if (e.deviceType() != want) continue;
     const double s = e.durationNs() * 1e-9;
@@ -67,10 +68,11 @@ inline void profile_steps(int reps, double step_s, const std::function<void()>& 
     f.first += s;
     f.second += 1;
     busy += s;
+    ++events;
   }
   std::printf("  torch profile (%s events, per step): device busy %.2f ms of the %.2f ms step (%.0f %%), %d events\n",
               want == c10::DeviceType::CUDA ? "GPU" : "CPU operator, nested", 1e3 * busy / reps, 1e3 * step_s,
-              100 * busy / reps / step_s, [&] { int n = 0; for (auto& [k, v] : by_family) n += v.second; return n / reps; }());
+              100 * busy / reps / step_s, events / reps);
   std::vector<std::pair<std::string, std::pair<double, int>>> families(by_family.begin(), by_family.end()),
       names(by_name.begin(), by_name.end());
   auto heavier = [](const auto& a, const auto& b) { return a.second.first > b.second.first; };
