@@ -28,6 +28,9 @@
 #        one configuration compared with fp64; bench/in.forces_dump), then NVE in fp32 and tf32
 #        (examples/gpu, PRECISION_STEPS steps), into $OUT/precision.log.
 # scaling: bench/gpu_scaling.sh (1 vs 2 GPUs, issue #8; SCALING_ARGS) into $OUT/scaling.
+#        SCALING_MPI_ENV=FILE sources FILE first (OpenMPI settings, e.g. the mpi step's choice).
+# mpi:   bench/mpi_transports.sh: two-rank MPI swap bandwidth under several OpenMPI transport
+#        settings, into $OUT/mpi.log, and the fastest setting as $OUT/mpi-best.env.
 # Logs go to $OUT/*.log. The machine has no network: everything comes from .device/.
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -194,8 +197,19 @@ do_example() {
   grep -E "^Loop time|Performance|ERROR|edgeframe timing" "$OUT/log.diamond-gpu"
 }
 
+do_mpi() {
+  echo "== mpi: bench/mpi_transports.sh (OpenMPI transport settings, two ranks)"
+  bench/mpi_transports.sh /tmp/mpi-transports "${MPI_MAX_MB:-64}" 2>&1 | tee "$OUT/mpi.log" || status=1
+  cp /tmp/mpi-transports/mpi-best.env "$OUT/mpi-best.env" 2>/dev/null
+}
+
 do_scaling() {
   echo "== scaling: bench/gpu_scaling.sh (needs two GPUs: $(nvidia-smi -L | wc -l) here)"
+  if [[ -n ${SCALING_MPI_ENV:-} ]]; then
+    # shellcheck disable=SC1090
+    source "$SCALING_MPI_ENV"
+    echo "   OpenMPI settings from $SCALING_MPI_ENV: $(env | grep '^OMPI_MCA_' | tr '\n' ' ')"
+  fi
   mkdir -p "$OUT/scaling"
   command -v ompi_info > /dev/null && ompi_info --parsable --all 2>/dev/null | grep -E "mpi_built_with_cuda_support:value|ompi:version:full" | sed 's/^/   /'
   # Both GPUs' load and memory every 5 s: shows that the 2-rank runs use both cards.
@@ -208,6 +222,7 @@ do_scaling() {
   for f in "$OUT"/scaling/log.*; do    # the per-case time split
     [[ $f == *.stdout ]] && continue
     echo "   ${f##*/log.}: $(grep -h "edgeframe timing detail" "$f" | sed 's/.*ranks): //')"
+    grep -h "edgeframe exchange split" "$f" | sed 's/^/      /'    # reorder | bus copies | LAMMPS comm
   done
   # One file for all the logs (the device tool brings back at most 8 files).
   tar -C "$OUT" -cJf "$OUT/scaling-logs.tar.xz" scaling && rm -rf "$OUT/scaling"
@@ -225,7 +240,8 @@ for step in "$@"; do
     looporder) do_looporder ;;
     precision) do_precision ;;
     scaling) do_scaling ;;
-    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile example looporder precision scaling)"; exit 2 ;;
+    mpi) do_mpi ;;
+    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile example looporder precision scaling mpi)"; exit 2 ;;
   esac
 done
 exit $status

@@ -64,6 +64,7 @@ declare -A VARIANT=(
   [Cu-b64]="Cu --batch 64 --lr 5e-3"
   [C-cont]="C --init-from ${INIT_C:-build-train/init/C-best.pt} --lr 1e-3"
   [Cu-cont]="Cu --init-from ${INIT_CU:-build-train/init/Cu-best.pt} --lr 1e-3"
+  [C-cont-lr4]="C --init-from ${INIT_C:-build-train/init/C-best.pt} --lr 4e-4"
 )
 RUNS=${RUNS:-"C Cu"}
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU" || true)
