@@ -11,6 +11,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 import gate  # noqa: E402
+from reference_case import KOKKOS_ARGS  # noqa: E402
+
+
+def kokkos_devices():
+    """What follows `-k on` in the harness' Kokkos arguments ("t 1" here, "g 1" on the GPU
+    machine): a CUDA build of LAMMPS refuses "t 1" alone (seen on the H200, 2026-11-30e)."""
+    args = list(KOKKOS_ARGS)
+    first = args.index("on") + 1
+    last = first
+    while last < len(args) and not args[last].startswith("-"):
+        last += 1
+    return " ".join(args[first:last])
 
 SMALL = dict(channels=8, hidden_channels=8, ffn_channels=8, layers=2, radial_hidden=8, readout_hidden=8,
              edge_emb=4, r_cut=3.0, avg_neighbors=20.0)
@@ -54,9 +66,9 @@ def test_lammps_data_file_gives_the_reference_energy(lammps, case):
 
 def test_lammps_column_runs_and_times_force_calls(lammps, case):
     # The LAMMPS column exactly as the GPU gate runs it (static positions, the /kk style,
-    # LAMMPS-KOKKOS' GPU package defaults), with Kokkos OpenMP instead of a GPU: a column that
+    # LAMMPS-KOKKOS' GPU package defaults), with Kokkos OpenMP on the CPU build: a column that
     # fails here would fail on the GPU too and waste device time.
-    args = argparse.Namespace(lmp=lammps.lmp, plugin=lammps.plugin, lmp_kokkos="t 1",
+    args = argparse.Namespace(lmp=lammps.lmp, plugin=lammps.plugin, lmp_kokkos=kokkos_devices(),
                               lmp_package="neigh full newton off", case_timeout=300)
     r = gate.run_lammps(args, case, "fp64", steps=3)
     assert "error" not in r, r
