@@ -75,22 +75,22 @@ void for_rows(int n, std::size_t row_bytes, F &&f)
 // Node rows [begin, end) into their atoms' stage rows, byte for byte (stage rows are
 // stage_words doubles per LAMMPS atom and hold the row's bytes: a float row travels as floats,
 // two per double, so no conversion and half the bytes of widening it).
-void rows_to_stage(const char *rows, std::size_t row_bytes, const NodeMap &nodes, int begin, int end, double *stage,
+void rows_to_stage(const char *rows, std::size_t row_bytes, const int *atom_of_node, int begin, int end, double *stage,
                    int stage_words)
 {
   for_rows(end - begin, row_bytes, [&](int q) {
     const int k = begin + q;
-    std::memcpy(stage + std::size_t(nodes.atom_of_node[k]) * stage_words, rows + k * row_bytes, row_bytes);
+    std::memcpy(stage + std::size_t(atom_of_node[k]) * stage_words, rows + k * row_bytes, row_bytes);
   });
 }
 
 // Their atoms' stage rows back into node rows [begin, end).
-void stage_to_rows(const double *stage, int stage_words, const NodeMap &nodes, int begin, int end, char *rows,
+void stage_to_rows(const double *stage, int stage_words, const int *atom_of_node, int begin, int end, char *rows,
                    std::size_t row_bytes)
 {
   for_rows(end - begin, row_bytes, [&](int q) {
     const int k = begin + q;
-    std::memcpy(rows + k * row_bytes, stage + std::size_t(nodes.atom_of_node[k]) * stage_words, row_bytes);
+    std::memcpy(rows + k * row_bytes, stage + std::size_t(atom_of_node[k]) * stage_words, row_bytes);
   });
 }
 
@@ -108,6 +108,25 @@ void add_row(const double *in, double *out, int n)
     y += x;
     std::memcpy(b + c * sizeof(T), &y, sizeof(T));
   }
+}
+
+// Stage row of atom a := the sum of the node rows sum_nodes[sum_begin[a] .. sum_begin[a + 1])
+// (the first copied, the others added in node order; zero if there are none), for every atom.
+template <class T>
+void sum_rows_to_atoms(const char *rows, std::size_t row_bytes, const std::vector<int> &sum_begin,
+                       const std::vector<int> &sum_nodes, int nall, double *stage, int stage_words, int width)
+{
+  for_rows(nall, std::size_t(stage_words) * sizeof(double), [&](int a) {
+    double *out = stage + std::size_t(a) * stage_words;
+    const int b = sum_begin[a], e = sum_begin[a + 1];
+    if (b == e) {
+      std::memset(out, 0, std::size_t(stage_words) * sizeof(double));
+      return;
+    }
+    std::memcpy(out, rows + std::size_t(sum_nodes[b]) * row_bytes, row_bytes);
+    for (int i = b + 1; i < e; i++)
+      add_row<T>(reinterpret_cast<const double *>(rows + std::size_t(sum_nodes[i]) * row_bytes), out, width);
+  });
 }
 
 void check_rows(const edgeframe::NodeRows &r, int n_nodes, int width, edgeframe::RowType type, const char *what)
@@ -157,18 +176,21 @@ void scatter_to_nodes(const DevRows<T> &stage, const Kokkos::View<const int *, E
       });
 }
 
-// Ghost atoms' stage rows for the reverse exchange: their node's gradient row, zero for atoms
-// that are no node (they only relay).
+// Every atom's stage row for the reverse exchange: the sum of the gradient rows of the nodes
+// staged on it (sum_rows_to_atoms' order: the first, then the others added in node order), zero
+// for atoms with none (they only relay, or are copies made by swaps to this rank).
 template <class T>
-void ghost_gradients_to_atoms(const DevRows<T> &rows, const Kokkos::View<const int *, EngineMem> &node_of_atom,
-                              int nlocal, int nall, const DevRows<T> &stage, int width)
+void sum_to_atoms(const DevRows<T> &rows, const Kokkos::View<const int *, EngineMem> &sum_begin,
+                  const Kokkos::View<const int *, EngineMem> &sum_nodes, int nall, const DevRows<T> &stage, int width)
 {
-  if (nall <= nlocal) return;
+  if (nall <= 0) return;
   Kokkos::parallel_for(
-      "edgeframe::exchange_ghost_gradients", Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({nlocal, 0}, {nall, width}),
+      "edgeframe::exchange_gradients_to_atoms", Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({0, 0}, {nall, width}),
       KOKKOS_LAMBDA(const int a, const int c) {
-        const int k = node_of_atom(a);
-        stage(a, c) = k >= 0 ? rows(k, c) : T(0);
+        const int b = sum_begin(a), e = sum_begin(a + 1);
+        T v = b < e ? rows(sum_nodes(b), c) : T(0);
+        for (int i = b + 1; i < e; i++) v += rows(sum_nodes(i), c);
+        stage(a, c) = v;
       });
 }
 
@@ -230,14 +252,32 @@ V uninitialised(const std::string &label, std::size_t n)
 struct FeatureExchange::Staged {
   Kokkos::View<double *, Kokkos::SharedHostPinnedSpace> host;    // [nall * words]: what LAMMPS packs
   Kokkos::View<double *, EngineMem> device;                      // [nall * words]: its device twin
-  Kokkos::View<int *, EngineMem> atom_of_node, node_of_atom;     // NodeMap's, uploaded in bind()
+  Kokkos::View<int *, EngineMem> atom_of_node;                   // m_root_of_node, uploaded in bind()
+  Kokkos::View<int *, EngineMem> sum_begin, sum_nodes;           // m_sum_begin, m_sum_nodes, likewise
 };
+
+namespace {
+// A host vector into a device view of at least its size (grown on demand, never shrunk).
+void upload(Kokkos::View<int *, EngineMem> &dst, const std::vector<int> &src, const char *label)
+{
+  const int n = int(src.size());
+  if (int(dst.extent(0)) < n) dst = uninitialised<Kokkos::View<int *, EngineMem>>(label, n);
+  if (n)
+    Kokkos::deep_copy(Kokkos::subview(dst, std::make_pair(0, n)),
+                      Kokkos::View<const int *, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(src.data(), n));
+}
+}    // namespace
 
 FeatureExchange::FeatureExchange(Comm *comm, Pair *pair) :
     m_comm(comm), m_pair(pair), m_dev(std::make_unique<Staged>())
 {
   const char *force = std::getenv("EDGEFRAME_STAGE_EXCHANGE");
   m_staged = !kEngineMemoryIsHost || (force != nullptr && std::strcmp(force, "1") == 0);
+  const char *self = std::getenv("EDGEFRAME_EXCHANGE_SELF_SWAPS");
+  if (self != nullptr && std::strcmp(self, "lammps") != 0 && std::strcmp(self, "skip") != 0)
+    throw std::runtime_error(std::string("EDGEFRAME_EXCHANGE_SELF_SWAPS must be 'skip' (the default) or 'lammps', not '") +
+                             self + "'");
+  m_skip_self = self == nullptr || std::strcmp(self, "skip") == 0;
 }
 
 FeatureExchange::~FeatureExchange() = default;
@@ -275,7 +315,28 @@ void FeatureExchange::bind(const NodeMap *nodes, int nlocal, int nall, int width
   m_type = type;
   m_words = stage_words(width, type);
   const int n_nodes = nodes ? nodes->n_nodes() : 0;
-  const int mapped = nodes ? std::min<int>(nall, int(nodes->node_of_atom.size())) : 0;
+  if (!m_staged && !m_device_comm) m_stage.resize(std::size_t(nall) * m_words);
+  // Every rank traces (a collective), also one without nodes: its ghosts may be relays. With
+  // LAMMPS' device communication LAMMPS packs on the device itself and all atoms are their own
+  // roots; fewer than 3 words per atom cannot carry the trace.
+  m_root.resize(nall);
+  for (int a = 0; a < nall; a++) m_root[a] = a;
+  m_self_pack.clear();
+  m_self_unpack.clear();
+  m_has_self = false;
+  if (m_skip_self && !m_device_comm && m_words >= 3) trace_roots();
+
+  m_root_of_node.resize(n_nodes);
+  for (int k = 0; k < n_nodes; k++) m_root_of_node[k] = m_root[nodes->atom_of_node[k]];
+  // Reverse gather lists, by counting sort: the nodes staged on each atom, in node order.
+  m_sum_begin.assign(nall + 1, 0);
+  for (int k = 0; k < n_nodes; k++) m_sum_begin[m_root_of_node[k] + 1]++;
+  for (int a = 0; a < nall; a++) m_sum_begin[a + 1] += m_sum_begin[a];
+  m_sum_nodes.resize(n_nodes);
+  {
+    std::vector<int> next(m_sum_begin.begin(), m_sum_begin.end() - 1);
+    for (int k = 0; k < n_nodes; k++) m_sum_nodes[next[m_root_of_node[k]]++] = k;
+  }
   if (m_staged || m_device_comm) {
     Staged &s = *m_dev;
     const std::size_t words = std::size_t(nall) * m_words;
@@ -283,27 +344,24 @@ void FeatureExchange::bind(const NodeMap *nodes, int nlocal, int nall, int width
       s.device = uninitialised<decltype(s.device)>("edgeframe::exchange stage", words);
     if (!m_device_comm && s.host.extent(0) < words)
       s.host = uninitialised<decltype(s.host)>("edgeframe::exchange stage (pinned)", words);
-    if (int(s.atom_of_node.extent(0)) < n_nodes)
-      s.atom_of_node = uninitialised<decltype(s.atom_of_node)>("edgeframe::exchange atom_of_node", n_nodes);
-    if (int(s.node_of_atom.extent(0)) < nall)
-      s.node_of_atom = uninitialised<decltype(s.node_of_atom)>("edgeframe::exchange node_of_atom", nall);
-    if (n_nodes)
-      Kokkos::deep_copy(Kokkos::subview(s.atom_of_node, std::make_pair(0, n_nodes)),
-                        Kokkos::View<const int *, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(nodes->atom_of_node.data(), n_nodes));
-    // node_of_atom for the ghosts' reverse rows: -1 beyond what the map covers.
-    m_node_of_atom.assign(nall, -1);
-    if (mapped) std::copy_n(nodes->node_of_atom.begin(), mapped, m_node_of_atom.begin());
-    if (nall)
-      Kokkos::deep_copy(Kokkos::subview(s.node_of_atom, std::make_pair(0, nall)),
-                        Kokkos::View<const int *, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(m_node_of_atom.data(), nall));
-    return;
+    upload(s.atom_of_node, m_root_of_node, "edgeframe::exchange atom_of_node");
+    upload(s.sum_begin, m_sum_begin, "edgeframe::exchange sum_begin");
+    upload(s.sum_nodes, m_sum_nodes, "edgeframe::exchange sum_nodes");
   }
-  m_stage.resize(std::size_t(nall) * m_words);
-  // Atoms that are no node (NULL types, pruned ghosts, every atom of a rank without nodes) still
-  // relay reverse communication: their stage rows must add nothing.
-  m_non_nodes.clear();
-  for (int a = 0; a < nall; a++)
-    if (a >= mapped || nodes->node_of_atom[a] < 0) m_non_nodes.push_back(a);
+}
+
+// One forward communication of (sending rank, pack call, atom index) per atom instead of rows:
+// a received ghost whose sender is this rank is a copy of that atom, so it shares its root; the
+// pack call that made it is a swap to this rank, skipped from now on. The order of LAMMPS' pack
+// and unpack calls is the same for every communication until the lists change (at most every
+// reneighbouring; traced every force call, which costs one small communication).
+void FeatureExchange::trace_roots()
+{
+  m_mode = CallbackMode::trace;
+  reset_callbacks();
+  m_comm->forward_comm(m_pair);
+  m_mode = CallbackMode::rows;
+  m_self_pack.resize(m_pack_calls, 0);
 }
 
 void FeatureExchange::forward(const edgeframe::NodeRows &h)
@@ -322,11 +380,12 @@ void FeatureExchange::forward(const edgeframe::NodeRows &h)
   const std::size_t row_bytes = std::size_t(m_width) * h.element_size();
   char *rows = static_cast<char *>(h.data);
   mark(nullptr);
-  if (n_nodes) rows_to_stage(rows, row_bytes, *m_nodes, 0, n_local, m_stage.data(), m_words);      // owners out
+  if (n_nodes) rows_to_stage(rows, row_bytes, m_root_of_node.data(), 0, n_local, m_stage.data(), m_words);      // owners out
   mark(&Split::reorder);
+  reset_callbacks();
   m_comm->forward_comm(m_pair);
   mark(&Split::comm);
-  if (n_nodes) stage_to_rows(m_stage.data(), m_words, *m_nodes, n_local, n_nodes, rows, row_bytes);  // ghosts in
+  if (n_nodes) stage_to_rows(m_stage.data(), m_words, m_root_of_node.data(), n_local, n_nodes, rows, row_bytes);  // ghosts in (from their roots)
   mark(&Split::reorder);
 }
 
@@ -344,12 +403,16 @@ void FeatureExchange::reverse(const edgeframe::NodeRows &grad)
   const std::size_t row_bytes = std::size_t(m_width) * grad.element_size();
   char *rows = static_cast<char *>(grad.data);
   mark(nullptr);
-  if (n_nodes) rows_to_stage(rows, row_bytes, *m_nodes, 0, n_nodes, m_stage.data(), m_words);   // every row out
-  for (int a : m_non_nodes) std::memset(m_stage.data() + std::size_t(a) * m_words, 0, m_words * sizeof(double));
+  // Every row out, summed onto its root; zero rows for atoms that only relay.
+  if (m_type == edgeframe::RowType::f64)
+    sum_rows_to_atoms<double>(rows, row_bytes, m_sum_begin, m_sum_nodes, m_nall, m_stage.data(), m_words, m_width);
+  else
+    sum_rows_to_atoms<float>(rows, row_bytes, m_sum_begin, m_sum_nodes, m_nall, m_stage.data(), m_words, m_width);
   mark(&Split::reorder);
+  reset_callbacks();
   m_comm->reverse_comm(m_pair);
   mark(&Split::comm);
-  if (n_nodes) stage_to_rows(m_stage.data(), m_words, *m_nodes, 0, n_local, rows, row_bytes);  // owners' sums in
+  if (n_nodes) stage_to_rows(m_stage.data(), m_words, m_root_of_node.data(), 0, n_local, rows, row_bytes);  // owners' sums in
   if (n_nodes > n_local) std::memset(rows + n_local * row_bytes, 0, (n_nodes - n_local) * row_bytes);
   mark(&Split::reorder);
 }
@@ -365,6 +428,7 @@ void FeatureExchange::mark(double Split::*field)
 
 // Staged forward: owned node rows -> device stage (reordered on the device) -> the stage's owned
 // block up -> LAMMPS' swaps on the pinned stage -> its ghost block down -> ghost node rows.
+// (Ghost node rows read their root's row: ghosts made by swaps to this rank are never filled.)
 // Device communication: LAMMPS' swaps run on the device stage itself, nothing crosses the bus
 // here (MPI gets device buffers).
 template <class T>
@@ -384,6 +448,7 @@ void FeatureExchange::staged_forward(const edgeframe::NodeRows &h, int n_local, 
   } else {
     copy_words(s.host, s.device, 0, owned);    // deep_copy fences: the gather is done
     mark(&Split::bus);
+    reset_callbacks();
     m_comm->forward_comm(m_pair);
     mark(&Split::comm);
     copy_words(s.device, s.host, owned, all);
@@ -395,11 +460,11 @@ void FeatureExchange::staged_forward(const edgeframe::NodeRows &h, int n_local, 
   mark(&Split::reorder);
 }
 
-// Staged reverse: every node row (zero for ghosts that only relay) -> device stage -> the whole
-// stage up (the owned block by DMA rather than a host memset: the host's time is what the
-// exchange waits for) -> LAMMPS' reverse swaps add the ghosts' rows onto their owners there ->
-// the owned block down -> the owned node rows; ghost node rows zeroed. Owned atoms that are no
-// node keep whatever their stage rows held: nothing reads them.
+// Staged reverse: every node row summed onto its root's stage row on the device (zero rows for
+// atoms that only relay or were made by swaps to this rank) -> the whole stage up (the owned
+// block by DMA rather than a host memset: the host's time is what the exchange waits for) ->
+// LAMMPS' reverse swaps add the ghosts' rows onto their owners there -> the owned block down ->
+// the owned node rows; ghost node rows zeroed.
 template <class T>
 void FeatureExchange::staged_reverse(const edgeframe::NodeRows &grad, int n_local, int n_nodes)
 {
@@ -408,8 +473,7 @@ void FeatureExchange::staged_reverse(const edgeframe::NodeRows &grad, int n_loca
   const DevRows<T> rows(static_cast<T *>(grad.data), n_nodes, m_width);
   const std::size_t owned = std::size_t(m_nlocal) * m_words, all = std::size_t(m_nall) * m_words;
   mark(nullptr);
-  gather_to_atoms<T>(rows, s.atom_of_node, 0, n_local, dev, m_width);
-  ghost_gradients_to_atoms<T>(rows, s.node_of_atom, m_nlocal, m_nall, dev, m_width);
+  sum_to_atoms<T>(rows, s.sum_begin, s.sum_nodes, m_nall, dev, m_width);
   mark(&Split::reorder);
   if (m_device_comm) {
     EngineExec().fence("edgeframe::exchange gather");
@@ -418,6 +482,7 @@ void FeatureExchange::staged_reverse(const edgeframe::NodeRows &grad, int n_loca
   } else {
     copy_words(s.host, s.device, 0, all);
     mark(&Split::bus);
+    reset_callbacks();
     m_comm->reverse_comm(m_pair);
     mark(&Split::comm);
     copy_words(s.device, s.host, 0, owned);
@@ -430,40 +495,107 @@ void FeatureExchange::staged_reverse(const edgeframe::NodeRows &grad, int n_loca
   mark(&Split::reorder);
 }
 
+class FeatureExchange::PackTimer {
+ public:
+  explicit PackTimer(const FeatureExchange &x) : m_x(x), m_t0(x.m_measure ? platform::walltime() : 0.0) {}
+  ~PackTimer()
+  {
+    if (m_x.m_measure) m_x.m_split.host_pack += platform::walltime() - m_t0;
+  }
+  PackTimer(const PackTimer &) = delete;
+  PackTimer &operator=(const PackTimer &) = delete;
+
+ private:
+  const FeatureExchange &m_x;
+  double m_t0;
+};
+
+// The host callbacks. In trace mode (trace_roots) they carry (sending rank, pack call, atom)
+// instead of rows; in rows mode they skip the swaps to this rank and address atoms through their
+// roots (file comment of the header).
 int FeatureExchange::pack_forward(int n, const int *list, double *buf) const
 {
+  const int call = m_pack_calls++;
+  if (m_mode == CallbackMode::trace) {
+    for (int q = 0; q < n; q++) {
+      buf[3 * q] = m_comm->me;
+      buf[3 * q + 1] = call;
+      buf[3 * q + 2] = list[q];
+    }
+    return 3 * n;
+  }
+  if (self_pack(call)) return n * m_words;    // its unpack is skipped too: nothing to write
+  const PackTimer timer(*this);
   const double *st = stage();
   const std::size_t row = std::size_t(m_words) * sizeof(double);
-  for_rows(n, row, [&](int q) { std::memcpy(buf + std::size_t(q) * m_words, st + std::size_t(list[q]) * m_words, row); });
+  for_rows(n, row, [&](int q) {
+    std::memcpy(buf + std::size_t(q) * m_words, st + std::size_t(m_root[list[q]]) * m_words, row);
+  });
+  if (m_measure) m_split.host_rows += n;
   return n * m_words;
 }
 
 void FeatureExchange::unpack_forward(int n, int first, const double *buf)
 {
+  const int call = m_unpack_calls++;
+  if (m_mode == CallbackMode::trace) {
+    // A swap comes from one rank: the first atom tells whether it is this one.
+    const bool self = n > 0 && int(buf[0]) == m_comm->me;
+    if (int(m_self_unpack.size()) <= call) m_self_unpack.resize(call + 1, 0);
+    m_self_unpack[call] = self;
+    if (!self) return;    // ghosts received by MPI are their own roots (bind's default)
+    const int pack_call = int(buf[1]);
+    if (int(m_self_pack.size()) <= pack_call) m_self_pack.resize(pack_call + 1, 0);
+    m_self_pack[pack_call] = 1;
+    m_has_self = true;
+    // The sources come before the ghosts they make, so their roots are final already.
+    for (int q = 0; q < n; q++) m_root[first + q] = m_root[int(buf[3 * q + 2])];
+    return;
+  }
+  if (self_unpack(call)) return;
+  const PackTimer timer(*this);
   double *st = stage() + std::size_t(first) * m_words;
   const std::size_t row = std::size_t(m_words) * sizeof(double);
   for_rows(n, row, [&](int q) { std::memcpy(st + std::size_t(q) * m_words, buf + std::size_t(q) * m_words, row); });
+  if (m_measure) m_split.host_rows += n;
 }
 
 int FeatureExchange::pack_reverse(int n, int first, double *buf) const
 {
+  // A reverse swap to this rank sends back ghosts it made, which are not their own roots; it
+  // is followed by its unpack before any other unpack (LAMMPS' brick and tiled reverse_comm).
+  m_pending_self = n > 0 && m_root[first] != first;
+  if (m_pending_self) return n * m_words;
+  const PackTimer timer(*this);
   const double *st = stage() + std::size_t(first) * m_words;
   const std::size_t row = std::size_t(m_words) * sizeof(double);
   for_rows(n, row, [&](int q) { std::memcpy(buf + std::size_t(q) * m_words, st + std::size_t(q) * m_words, row); });
+  if (m_measure) m_split.host_rows += n;
   return n * m_words;
 }
 
 void FeatureExchange::unpack_reverse(int n, const int *list, const double *buf)
 {
+  if (m_pending_self) {
+    m_pending_self = false;
+    return;
+  }
+  const PackTimer timer(*this);
   double *st = stage();
   const bool f64 = m_type == edgeframe::RowType::f64;
-  // The atoms of one swap's list are distinct: rows add in parallel without races.
-  for_rows(n, std::size_t(m_words) * sizeof(double), [&](int q) {
-    double *row = st + std::size_t(list[q]) * m_words;
+  const auto add = [&](int q) {
+    double *row = st + std::size_t(m_root[list[q]]) * m_words;
     const double *in = buf + std::size_t(q) * m_words;
     if (f64) add_row<double>(in, row, m_width);
     else add_row<float>(in, row, m_width);
-  });
+  };
+  // The atoms of one swap's list are distinct, but with self swaps two of them can share a root
+  // (an atom and its periodic image sent in one swap): then the rows add one after another.
+  if (m_has_self)
+    for (int q = 0; q < n; q++) add(q);
+  else
+    for_rows(n, std::size_t(m_words) * sizeof(double), add);
+  if (m_measure) m_split.host_rows += n;
 }
 
 int FeatureExchange::pack_forward_device(int n, const int *list, double *buf) const

@@ -20,6 +20,19 @@
    the bus to the pinned host stage that LAMMPS packs, and only the other
    block comes back. EDGEFRAME_STAGE_EXCHANGE=1 takes that staged path on
    host builds too, so that the CPU tests cover the code the GPU runs.
+
+   Swaps to this same rank (periodic images: all swaps on one rank, the
+   y and z swaps of an x-split) are not done on the host: a ghost made by
+   such a swap is a copy of an earlier atom, its "root" (an owned atom or a
+   ghost received by MPI). bind() learns every ghost's root with one small
+   forward communication (a trace: sending rank and atom index instead of
+   features); the exchanges then skip the self swaps' pack and unpack, give
+   ghost nodes their root's row, add ghost gradients onto their root before
+   LAMMPS' reverse swaps, and pack and unpack the MPI swaps through roots.
+   Same sums, other order: results agree to rounding. The host's pack and
+   unpack (the larger part of the two-GPU exchange's LAMMPS time) shrink to
+   the MPI swaps' rows. EDGEFRAME_EXCHANGE_SELF_SWAPS=lammps keeps the
+   self swaps in LAMMPS (roots are the atoms themselves), for comparison.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_EDGEFRAME_EXCHANGE_H
@@ -77,15 +90,21 @@ namespace edgeframe_glue {
 
     long calls() const { return m_calls; }
     bool staged() const { return m_staged; }    // rows reordered on the device, staged through pinned memory
+    bool skips_self_swaps() const { return m_skip_self; }    // see the file comment
 
     // Where the exchange's time goes (pair_style ... timing detail), seconds summed over calls:
     // reordering node rows <-> the per-atom stage (device kernels, or host copies), copies
     // between device and pinned host memory (with their byte count), and LAMMPS' communication
     // (its pack / MPI / unpack, on the host or on the device). Measuring fences the device
-    // between the phases, so it is off unless asked for.
+    // between the phases, so it is off unless asked for. host_pack is the part of comm spent in
+    // the host pack / unpack callbacks below (row copies and the reverse adds; the rest of comm
+    // is MPI and waiting for the partner rank); the device callbacks only launch kernels and are
+    // not timed apart.
     struct Split {
       double reorder = 0.0, bus = 0.0, comm = 0.0;
       double bus_bytes = 0.0;
+      double host_pack = 0.0;
+      double host_rows = 0.0;    // rows the host pack / unpack callbacks moved
     };
     // Starts a new split (LAMMPS calls init_style once per run: the split is per run, like the
     // other timing lines).
@@ -115,11 +134,35 @@ namespace edgeframe_glue {
     bool m_staged = false;                // see staged()
     bool m_device_comm = false;           // see use_device_comm()
     std::vector<double> m_stage;          // host path: [nall, words] per LAMMPS atom, the rows' bytes
-    std::vector<int> m_non_nodes;         // host path: atoms that are no node (zero rows in reverse())
-    std::vector<int> m_node_of_atom;      // staged path: NodeMap's, -1 padded to nall (uploaded)
     std::unique_ptr<Staged> m_dev;        // staged path
+    // Self swaps (file comment). m_root[a]: the atom whose stage row stands for atom a (a itself
+    // unless a is a ghost made by a swap to this rank). Per force call, from trace_roots().
+    bool m_skip_self = true;
+    std::vector<int> m_root;
+    std::vector<int> m_root_of_node;      // [n_nodes] m_root[atom_of_node[k]]: where node k's row is staged
+    // Reverse gather: atom a's stage row = the sum of the gradient rows of nodes
+    // m_sum_nodes[m_sum_begin[a] .. m_sum_begin[a + 1]) (in node order; zero if none).
+    std::vector<int> m_sum_begin, m_sum_nodes;
+    // Per communication: the host callbacks' call counters, and which calls belong to swaps
+    // to this rank (learned by the trace; the reverse pairs a self pack with the next unpack).
+    enum class CallbackMode { rows, trace };
+    CallbackMode m_mode = CallbackMode::rows;
+    mutable int m_pack_calls = 0, m_unpack_calls = 0;
+    mutable bool m_pending_self = false;
+    std::vector<char> m_self_pack, m_self_unpack;
+    bool m_has_self = false;              // some swap of this communication goes to this rank
+    void reset_callbacks() const
+    {
+      m_pack_calls = m_unpack_calls = 0;
+      m_pending_self = false;
+    }
+    void trace_roots();       // bind(): m_root, m_self_pack, m_self_unpack
+    bool self_unpack(int call) const { return call < int(m_self_unpack.size()) && m_self_unpack[call]; }
+    bool self_pack(int call) const { return call < int(m_self_pack.size()) && m_self_pack[call]; }
     bool m_measure = false;               // see measure_split()
-    Split m_split;
+    mutable Split m_split;                // mutable: the const pack callbacks add their time
+    // Times one host pack / unpack callback into m_split.host_pack while measuring.
+    class PackTimer;
     long m_calls_at_split = 0;
     // Adds the time since the last mark to one Split field (fencing the engine's stream first).
     void mark(double Split::*field);

@@ -569,9 +569,9 @@ void PairEdgeframe::unpack_reverse_comm(int n, int *list, double *buf)
 void PairEdgeframe::reduce_exchange_split()
 {
   const auto &x = m_feature_exchange->split();
-  double v[4] = {x.reorder, x.bus, x.comm, x.bus_bytes};
-  MPI_Allreduce(v, m_split_sum, 4, MPI_DOUBLE, MPI_SUM, world);
-  MPI_Allreduce(v, m_split_max, 4, MPI_DOUBLE, MPI_MAX, world);
+  double v[6] = {x.reorder, x.bus, x.comm, x.bus_bytes, x.host_pack, x.host_rows};
+  MPI_Allreduce(v, m_split_sum, 6, MPI_DOUBLE, MPI_SUM, world);
+  MPI_Allreduce(v, m_split_max, 6, MPI_DOUBLE, MPI_MAX, world);
 }
 
 void PairEdgeframe::print_exchange_split()
@@ -580,9 +580,12 @@ void PairEdgeframe::print_exchange_split()
   utils::logmesg(lmp,
                  "edgeframe exchange split (seconds, mean / max over ranks; {} exchanges on rank 0): reordering rows "
                  "{:.4g} / {:.4g} | device <-> pinned host copies {:.4g} / {:.4g} ({:.3g} GB per rank) | LAMMPS "
-                 "communication (pack, MPI, unpack) {:.4g} / {:.4g}\n",
+                 "communication (pack, MPI, unpack) {:.4g} / {:.4g}, of which host pack + unpack {:.4g} / {:.4g} ({:.0f} "
+                 "rows per rank and exchange; swaps to the same rank {})\n",
                  m_feature_exchange->split_calls(), m_split_sum[0] / p, m_split_max[0], m_split_sum[1] / p, m_split_max[1],
-                 m_split_sum[3] / p / 1e9, m_split_sum[2] / p, m_split_max[2]);
+                 m_split_sum[3] / p / 1e9, m_split_sum[2] / p, m_split_max[2], m_split_sum[4] / p, m_split_max[4],
+                 m_split_sum[5] / p / std::max(1L, m_feature_exchange->split_calls()),
+                 m_feature_exchange->skips_self_swaps() ? "skipped" : "by LAMMPS");
 }
 
 void PairEdgeframe::finish()

@@ -192,12 +192,69 @@ def test_timing_detail_prints_the_split(lammps, tmp_path, small_model, monkeypat
         assert f"; {2 * (layers - 1)} exchanges on rank 0)" in split[0], split[0]
         num = r"([\d.e+-]+)"
         m = re.search(rf"reordering rows {num} / {num} \| device <-> pinned host copies {num} / {num} \({num} GB per "
-                      rf"rank\) \| LAMMPS communication \(pack, MPI, unpack\) {num} / {num}", split[0])
+                      rf"rank\) \| LAMMPS communication \(pack, MPI, unpack\) {num} / {num}, of which host pack \+ "
+                      rf"unpack {num} / {num}", split[0])
         assert m, split[0]
         reorder, bus, gb, comm = float(m.group(1)), float(m.group(3)), float(m.group(5)), float(m.group(6))
+        host_pack = float(m.group(8))
         assert reorder > 0 and comm > 0, split[0]
+        # Both paths here pack on the host (the staged one from the pinned stage): a part of comm.
+        assert 0 < host_pack <= comm, split[0]
         assert (bus > 0 and gb > 0) == staged, split[0]
         assert reorder + bus + comm <= exchange_time * 1.05, (split[0], line)
+
+
+def exchange_rows_per_exchange(output):
+    """Rows the host pack / unpack callbacks moved, per rank and exchange (timing detail's split)."""
+    split = [ln for ln in output.splitlines() if ln.startswith("edgeframe exchange split")][-1]
+    m = re.search(r"\(([\d.]+) rows per rank and exchange; swaps to the same rank (skipped|by LAMMPS)\)", split)
+    assert m, split
+    return float(m.group(1)), m.group(2)
+
+
+@pytest.mark.parametrize("nprocs,grid,staged", [(1, "1 1 1", False), (2, "2 1 1", False), (2, "2 1 1", True),
+                                                (4, "1 2 2", False), (4, "1 2 2", True)])
+def test_swaps_to_the_same_rank_stay_off_the_host(lammps, tmp_path, small_model, monkeypatch, nprocs, grid, staged):
+    # Ghosts that are periodic images made on this rank take their root's row instead of being
+    # packed and unpacked on the host: on one rank (every swap to itself) the host moves no row
+    # at all; on 2 and 4 ranks only the MPI swaps' rows move (1 2 2: the x swaps are self swaps,
+    # so the MPI swaps along y and z send atoms together with their images, which share a root).
+    # EDGEFRAME_EXCHANGE_SELF_SWAPS=lammps (LAMMPS does every swap) gives the same forces to
+    # rounding and moves more rows.
+    model, path = small_model
+    atoms, boundary = structure("diamond64")
+    if staged or ON_GPU:
+        monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    runs = {}
+    for self_swaps in ("skip", "lammps"):
+        monkeypatch.setenv("EDGEFRAME_EXCHANGE_SELF_SWAPS", self_swaps)
+        q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs,
+                                           pre=f"processors {grid}",
+                                           style_args=" fold_images no ghost_mode exchange timing detail")
+        check_against_reference(expected(model, atoms, q), thermo, dump, per_atom=False)
+        rows, how = exchange_rows_per_exchange(output)
+        assert how == ("skipped" if self_swaps == "skip" else "by LAMMPS"), output[-1500:]
+        runs[self_swaps] = (rows, thermo, dump)
+    (rows_skip, thermo_skip, dump_skip), (rows_lammps, thermo_lammps, dump_lammps) = runs["skip"], runs["lammps"]
+    assert rows_lammps > 0
+    if nprocs == 1:
+        assert rows_skip == 0
+    else:
+        assert 0 < rows_skip < rows_lammps
+    assert close(thermo_skip[1], thermo_lammps[1], rel=1e-12)
+    assert close(dump_skip[:, 1:4], dump_lammps[:, 1:4], rel=1e-10)
+
+
+def test_bad_self_swaps_setting_is_an_error(lammps, tmp_path, small_model, monkeypatch):
+    _, path = small_model
+    atoms, boundary = structure("diamond64")
+    monkeypatch.setenv("EDGEFRAME_EXCHANGE_SELF_SWAPS", "device")
+    write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
+    script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp64 ghost_mode exchange fold_images no", model=path,
+                                 elements="C Cu", nktv2p=METAL_NKTV2P, pre="", extra="")
+    run = lammps(script)
+    assert run.returncode != 0 and "EDGEFRAME_EXCHANGE_SELF_SWAPS must be 'skip' (the default) or 'lammps'" in run.output, \
+        run.output[-2000:]
 
 
 def test_timing_detail_and_graph_line_on_the_kk_device_path(lammps, tmp_path, small_model):
