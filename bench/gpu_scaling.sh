@@ -5,6 +5,7 @@
 #   weak scaling:   a box of twice the atoms on 2 GPUs against the base box on 1
 # usage (on a machine with two GPUs, build from scripts/gpu_session.sh):
 #   bench/gpu_scaling.sh OUTDIR [steps] [reps...]      (default: 20 steps, reps 16 24)
+#   SCALING_CASES=REGEX runs only the cases whose names match (e.g. '^strong-r24-2gpu$').
 # SCALING_ON_CPU=1 runs the same commands with Kokkos OpenMP (to try the script without GPUs).
 # reps r gives 8 r^3 atoms (16: 32 768, 24: 110 592); the weak case stacks 2 r cells along z.
 # One rank on one GPU runs edgeframe/kk's device-resident path; two ranks run the host-data path
@@ -26,6 +27,7 @@ cd "$repo"
 
 run() {    # name ranks reps zreps fold
   local name=$1 np=$2 reps=$3 zreps=$4 fold=$5 log="$out/log.$1"
+  [[ $name =~ ${SCALING_CASES:-.} ]] || return 0    # SCALING_CASES: a regex of the cases to run
   local kk=(-k on g "$np"); [[ -n ${SCALING_ON_CPU:-} ]] && kk=(-k on t 1)    # CPU: a dry run of the script
   # The host-data path (several ranks, or fold_images no) moves forces onto ghosts and needs
   # newton on, which LAMMPS-KOKKOS on GPUs turns off by default (seen on the H200, 2026-11-30).
