@@ -585,7 +585,9 @@ void PairEdgeframe::print_exchange_split()
                  m_feature_exchange->split_calls(), m_split_sum[0] / p, m_split_max[0], m_split_sum[1] / p, m_split_max[1],
                  m_split_sum[3] / p / 1e9, m_split_sum[2] / p, m_split_max[2], m_split_sum[4] / p, m_split_max[4],
                  m_split_sum[5] / p / std::max(1L, m_feature_exchange->split_calls()),
-                 m_feature_exchange->skips_self_swaps() ? "skipped" : "by LAMMPS");
+                 m_feature_exchange->device_comm()        ? "done by LAMMPS-KOKKOS on the device"
+                 : m_feature_exchange->skips_self_swaps() ? "skipped"
+                                                          : "by LAMMPS");
 }
 
 void PairEdgeframe::finish()
