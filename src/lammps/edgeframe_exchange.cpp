@@ -30,9 +30,10 @@ constexpr bool kEngineMemoryIsHost = Kokkos::SpaceAccessibility<Kokkos::HostSpac
 // With EDGEFRAME_EXCHANGE_THREADS=N (default 1: off) row loops that move 4 MiB or more run on N
 // OpenMP threads. Measured on the H200 machines (doc/benchmarks.md, 2 x H200): 8 threads halve
 // the one-rank exchange of periodic images (96 -> 43 ms at 110k atoms) but do not help two
-// ranks (91 -> 104 ms, within the calls' spread), where MPI and the partner rank most likely set
-// the pace (inferred, not profiled); so it is opt-in. EDGEFRAME_EXCHANGE_PARALLEL_BYTES sets the
-// threshold (the tests set 0 to cover the threaded loops).
+// ranks (91 -> 104 ms): mpirun binds each rank to one core, so the threads share it; unbinding
+// made the whole step slower (fifth run). Giving each rank several bound cores is untried; so it
+// is opt-in. EDGEFRAME_EXCHANGE_PARALLEL_BYTES sets the threshold (the tests set 0 to cover the
+// threaded loops).
 std::size_t parallel_bytes()
 {
   static const std::size_t n = [] {
