@@ -6,6 +6,7 @@
 # usage (on a machine with two GPUs, build from scripts/gpu_session.sh):
 #   bench/gpu_scaling.sh OUTDIR [steps] [reps...]      (default: 20 steps, reps 16 24)
 #   SCALING_CASES=REGEX runs only the cases whose names match (e.g. '^strong-r24-2gpu$').
+#   SCALING_MPIRUN_ARGS="..." adds mpirun options (e.g. "--map-by slot:PE=8 --report-bindings").
 # SCALING_ON_CPU=1 runs the same commands with Kokkos OpenMP (to try the script without GPUs).
 # reps r gives 8 r^3 atoms (16: 32 768, 24: 110 592); the weak case stacks 2 r cells along z.
 # One rank on one GPU runs edgeframe/kk's device-resident path; two ranks run the host-data path
@@ -34,7 +35,8 @@ run() {    # name ranks reps zreps fold
   [[ $fold == no ]] && kk+=(-pk kokkos newton on neigh half)
   local cmd=(lmp "${kk[@]}" -sf kk -in bench/in.ghost_modes -log "$log" -screen none
              -var plugin "$plugin" -var reps "$reps" -var zreps "$zreps" -var steps "$steps" -var fold "$fold")
-  [[ $np -gt 1 ]] && cmd=(mpirun --allow-run-as-root --oversubscribe -np "$np" "${cmd[@]}")
+  # shellcheck disable=SC2206
+  [[ $np -gt 1 ]] && cmd=(mpirun --allow-run-as-root --oversubscribe ${SCALING_MPIRUN_ARGS:-} -np "$np" "${cmd[@]}")
   local t0=$SECONDS
   timeout 300 "${cmd[@]}" > "$log.stdout" 2>&1
   local rc=$? atoms loop
