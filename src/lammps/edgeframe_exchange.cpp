@@ -592,11 +592,27 @@ void FeatureExchange::unpack_reverse(int n, const int *list, const double *buf)
   };
   // The atoms of one swap's list are distinct, but with self swaps two of them can share a root
   // (an atom and its periodic image sent in one swap): then the rows add one after another.
-  if (m_has_self)
+  // (The check only where threads would run.)
+  if (m_has_self && (exchange_threads() == 1 || !distinct_roots(n, list)))
     for (int q = 0; q < n; q++) add(q);
   else
     for_rows(n, std::size_t(m_words) * sizeof(double), add);
   if (m_measure) m_split.host_rows += n;
+}
+
+bool FeatureExchange::distinct_roots(int n, const int *list) const
+{
+  if (m_root_seen.size() < m_root.size()) m_root_seen.assign(m_root.size(), 0);
+  if (++m_root_stamp == 0) {    // wrapped: old stamps could collide
+    std::fill(m_root_seen.begin(), m_root_seen.end(), 0);
+    m_root_stamp = 1;
+  }
+  for (int q = 0; q < n; q++) {
+    unsigned &seen = m_root_seen[m_root[list[q]]];
+    if (seen == m_root_stamp) return false;
+    seen = m_root_stamp;
+  }
+  return true;
 }
 
 int FeatureExchange::pack_forward_device(int n, const int *list, double *buf) const

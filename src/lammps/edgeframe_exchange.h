@@ -151,6 +151,11 @@ namespace edgeframe_glue {
     mutable bool m_pending_self = false;
     std::vector<char> m_self_pack, m_self_unpack;
     bool m_has_self = false;              // some swap of this communication goes to this rank
+    // Whether the roots of list[0..n) are distinct (then a reverse unpack may add in parallel);
+    // one pass with a stamp per call instead of clearing a mark per atom.
+    bool distinct_roots(int n, const int *list) const;
+    mutable std::vector<unsigned> m_root_seen;
+    mutable unsigned m_root_stamp = 0;
     void reset_callbacks() const
     {
       m_pack_calls = m_unpack_calls = 0;
