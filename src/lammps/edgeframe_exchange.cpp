@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -241,6 +242,42 @@ void add_buffer_rows(double *stage, const double *buf, const int *list, int n, i
       });
 }
 
+// stage[targets[t]] += sum of recv[qs[i]] for i in [group_begin[t], group_begin[t + 1]), for t
+// in [0, n_targets): the reverse adds of one direct MPI swap (distinct targets: no races).
+template <class T>
+void add_groups(const DevRows<T> &stage, const DevRows<T> &recv, const int *targets, const int *group_begin,
+                const int *qs, int n_targets, int width)
+{
+  if (n_targets <= 0) return;
+  Kokkos::parallel_for(
+      "edgeframe::exchange_direct_reverse_add", Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({0, 0}, {n_targets, width}),
+      KOKKOS_LAMBDA(const int t, const int c) {
+        T v = T(0);
+        for (int i = group_begin[t]; i < group_begin[t + 1]; i++) v += recv(qs[i], c);
+        stage(targets[t], c) += v;
+      });
+}
+
+// count doubles of dst from src, at word offsets (one contiguous copy; deep_copy fences).
+template <class Dst, class Src>
+void copy_span(const Dst &dst, std::size_t dst_at, const Src &src, std::size_t src_at, std::size_t count)
+{
+  if (count == 0) return;
+  Kokkos::deep_copy(Kokkos::subview(dst, std::make_pair(dst_at, dst_at + count)),
+                    Kokkos::subview(src, std::make_pair(src_at, src_at + count)));
+}
+
+// An MPI element count, refused where it overflows int.
+int mpi_count(std::size_t n)
+{
+  if (n > std::size_t(std::numeric_limits<int>::max()))
+    throw std::runtime_error("edgeframe exchange (direct MPI): a swap of " + std::to_string(n) +
+                             " doubles is beyond MPI's int count; use EDGEFRAME_EXCHANGE_MPI=lammps");
+  return int(n);
+}
+
+constexpr int kDirectTag = 0x6566;    // the direct swaps' MPI tag (LAMMPS' own use 0)
+
 // A view of n elements, not zeroed (every element is written before it is read).
 template <class V>
 V uninitialised(const std::string &label, std::size_t n)
@@ -255,6 +292,10 @@ struct FeatureExchange::Staged {
   Kokkos::View<double *, EngineMem> device;                      // [nall * words]: its device twin
   Kokkos::View<int *, EngineMem> atom_of_node;                   // m_root_of_node, uploaded in bind()
   Kokkos::View<int *, EngineMem> sum_begin, sum_nodes;           // m_sum_begin, m_sum_nodes, likewise
+  // Direct MPI: one swap's rows in pinned memory (what MPI sends / receives) and on the device.
+  Kokkos::View<double *, Kokkos::SharedHostPinnedSpace> host_send, host_recv;
+  Kokkos::View<double *, EngineMem> swap_rows;
+  Kokkos::View<int *, EngineMem> send_roots, rev_targets, rev_group_begin, rev_q;
 };
 
 namespace {
@@ -269,8 +310,8 @@ void upload(Kokkos::View<int *, EngineMem> &dst, const std::vector<int> &src, co
 }
 }    // namespace
 
-FeatureExchange::FeatureExchange(Comm *comm, Pair *pair) :
-    m_comm(comm), m_pair(pair), m_dev(std::make_unique<Staged>())
+FeatureExchange::FeatureExchange(Comm *comm, Pair *pair, MPI_Comm world) :
+    m_comm(comm), m_pair(pair), m_dev(std::make_unique<Staged>()), m_world(world)
 {
   const char *force = std::getenv("EDGEFRAME_STAGE_EXCHANGE");
   m_staged = !kEngineMemoryIsHost || (force != nullptr && std::strcmp(force, "1") == 0);
@@ -279,6 +320,13 @@ FeatureExchange::FeatureExchange(Comm *comm, Pair *pair) :
     throw std::runtime_error(std::string("EDGEFRAME_EXCHANGE_SELF_SWAPS must be 'skip' (the default) or 'lammps', not '") +
                              self + "'");
   m_skip_self = self == nullptr || std::strcmp(self, "skip") == 0;
+  const char *mpi = std::getenv("EDGEFRAME_EXCHANGE_MPI");
+  if (mpi != nullptr && std::strcmp(mpi, "lammps") != 0 && std::strcmp(mpi, "direct") != 0)
+    throw std::runtime_error(std::string("EDGEFRAME_EXCHANGE_MPI must be 'lammps' (the default) or 'direct', not '") +
+                             mpi + "'");
+  m_want_direct = mpi != nullptr && std::strcmp(mpi, "direct") == 0;
+  if (m_want_direct && !m_skip_self)
+    throw std::runtime_error("EDGEFRAME_EXCHANGE_MPI=direct needs the self swaps skipped (EDGEFRAME_EXCHANGE_SELF_SWAPS=skip)");
 }
 
 FeatureExchange::~FeatureExchange() = default;
@@ -325,7 +373,17 @@ void FeatureExchange::bind(const NodeMap *nodes, int nlocal, int nall, int width
   m_self_pack.clear();
   m_self_unpack.clear();
   m_has_self = false;
+  m_trace_atoms.clear();
+  m_trace_atoms_begin.clear();
+  m_trace_list.clear();
+  m_recv_from.clear();
+  m_recv_first.clear();
+  m_recv_n.clear();
   if (m_skip_self && !m_device_comm && m_words >= 3) trace_roots();
+  // Direct MPI where it applies; the conditions are the same on every rank (environment, build,
+  // comm_style), so all ranks take the same path.
+  m_direct = m_want_direct && m_staged && !m_device_comm && m_words >= 3 && m_comm->style == Comm::BRICK;
+  if (m_direct) trace_destinations();
 
   m_root_of_node.resize(n_nodes);
   for (int k = 0; k < n_nodes; k++) m_root_of_node[k] = m_root[nodes->atom_of_node[k]];
@@ -349,6 +407,142 @@ void FeatureExchange::bind(const NodeMap *nodes, int nlocal, int nall, int width
     upload(s.sum_begin, m_sum_begin, "edgeframe::exchange sum_begin");
     upload(s.sum_nodes, m_sum_nodes, "edgeframe::exchange sum_nodes");
   }
+  if (m_direct) build_swaps();
+}
+
+// The reverse trace (direct MPI): each ghost row sends this rank's number back along LAMMPS'
+// reverse swaps, so the unpack of swap s learns the rank its forward swap s sends to. LAMMPS'
+// brick reverse_comm runs the swaps backwards, one unpack each, with the forward pack's list.
+void FeatureExchange::trace_destinations()
+{
+  const int nswap = int(m_trace_list.size());
+  if (m_pack_calls != nswap || m_unpack_calls != nswap)
+    throw std::logic_error("edgeframe exchange (direct MPI): " + std::to_string(m_pack_calls) + " pack and " +
+                           std::to_string(m_unpack_calls) + " unpack calls in one forward communication, expected one "
+                           "each per swap of comm_style brick");
+  m_send_to.assign(nswap, -1);
+  m_mode = CallbackMode::trace_reverse;
+  reset_callbacks();
+  m_comm->reverse_comm(m_pair);
+  m_mode = CallbackMode::rows;
+  if (m_unpack_calls != nswap)
+    throw std::logic_error("edgeframe exchange (direct MPI): " + std::to_string(m_unpack_calls) +
+                           " reverse unpack calls for " + std::to_string(nswap) + " swaps");
+}
+
+void FeatureExchange::build_swaps()
+{
+  const int nswap = int(m_trace_list.size());
+  m_swaps.assign(nswap, Swap());
+  m_send_roots.clear();
+  m_rev_targets.clear();
+  m_rev_group_begin.clear();
+  m_rev_q.clear();
+  std::size_t max_rows = 0;
+  std::vector<int> order;
+  for (int w = 0; w < nswap; w++) {
+    Swap &sw = m_swaps[w];
+    sw.self = self_pack(w) || self_unpack(w);
+    if (sw.self) continue;
+    const int *atoms = m_trace_atoms.data() + m_trace_atoms_begin[w];
+    sw.n_send = m_trace_atoms_begin[w + 1] - m_trace_atoms_begin[w];
+    sw.send_to = m_send_to[w];
+    sw.send_begin = int(m_send_roots.size());
+    for (int q = 0; q < sw.n_send; q++) m_send_roots.push_back(m_root[atoms[q]]);
+    sw.n_recv = m_recv_n[w];
+    sw.recv_from = m_recv_from[w];
+    sw.first = m_recv_first[w];
+    if ((sw.n_send > 0 && sw.send_to < 0) || (sw.n_recv > 0 && sw.recv_from < 0))
+      throw std::logic_error("edgeframe exchange (direct MPI): swap " + std::to_string(w) + " has no partner rank");
+    // Reverse: the received rows q add onto m_root[atoms[q]]; group equal roots.
+    order.resize(sw.n_send);
+    for (int q = 0; q < sw.n_send; q++) order[q] = q;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return m_root[atoms[a]] < m_root[atoms[b]]; });
+    sw.target_begin = int(m_rev_targets.size());
+    for (int i = 0; i < sw.n_send; i++) {
+      const int root = m_root[atoms[order[i]]];
+      if (i == 0 || root != m_rev_targets.back()) {
+        m_rev_targets.push_back(root);
+        m_rev_group_begin.push_back(int(m_rev_q.size()));
+      }
+      m_rev_q.push_back(order[i]);
+    }
+    sw.n_targets = int(m_rev_targets.size()) - sw.target_begin;
+    max_rows = std::max<std::size_t>(max_rows, std::max(sw.n_send, sw.n_recv));
+  }
+  m_rev_group_begin.push_back(int(m_rev_q.size()));
+  Staged &s = *m_dev;
+  const std::size_t words = max_rows * m_words;
+  if (s.host_send.extent(0) < words) {
+    s.host_send = uninitialised<decltype(s.host_send)>("edgeframe::exchange direct send (pinned)", words);
+    s.host_recv = uninitialised<decltype(s.host_recv)>("edgeframe::exchange direct recv (pinned)", words);
+    s.swap_rows = uninitialised<decltype(s.swap_rows)>("edgeframe::exchange direct rows", words);
+  }
+  upload(s.send_roots, m_send_roots, "edgeframe::exchange direct send_roots");
+  upload(s.rev_targets, m_rev_targets, "edgeframe::exchange direct rev_targets");
+  upload(s.rev_group_begin, m_rev_group_begin, "edgeframe::exchange direct rev_group_begin");
+  upload(s.rev_q, m_rev_q, "edgeframe::exchange direct rev_q");
+}
+
+// Forward, swap by swap in LAMMPS' order (later swaps send ghosts that earlier ones brought):
+// the swap's rows gathered on the device -> pinned -> MPI -> the received rows into the device
+// stage's ghost rows. Swaps to this rank are the roots' business.
+void FeatureExchange::direct_forward()
+{
+  Staged &s = *m_dev;
+  const std::size_t words = m_words;
+  for (const Swap &sw : m_swaps) {
+    if (sw.self) continue;
+    if (sw.n_send) {
+      copy_stage_rows(s.swap_rows.data(), s.device.data(), s.send_roots.data() + sw.send_begin, 0, sw.n_send, m_words,
+                      true);
+      mark(&Split::reorder);
+      copy_span(s.host_send, 0, s.swap_rows, 0, sw.n_send * words);
+      mark(&Split::bus);
+    }
+    MPI_Request request;
+    if (sw.n_recv)
+      MPI_Irecv(s.host_recv.data(), mpi_count(sw.n_recv * words), MPI_DOUBLE, sw.recv_from, kDirectTag, m_world, &request);
+    if (sw.n_send)
+      MPI_Send(s.host_send.data(), mpi_count(sw.n_send * words), MPI_DOUBLE, sw.send_to, kDirectTag, m_world);
+    if (sw.n_recv) MPI_Wait(&request, MPI_STATUS_IGNORE);
+    mark(&Split::comm);
+    copy_span(s.device, std::size_t(sw.first) * words, s.host_recv, 0, sw.n_recv * words);
+    mark(&Split::bus);
+    if (m_measure) m_split.bus_bytes += double(sw.n_send + sw.n_recv) * words * sizeof(double);
+  }
+}
+
+// Reverse, swaps backwards: the swap's ghost rows (their own sums plus what later swaps added)
+// up and to the rank they came from; the rows coming back for the atoms this rank sent, down
+// and added onto those atoms' roots.
+template <class T>
+void FeatureExchange::direct_reverse()
+{
+  Staged &s = *m_dev;
+  const std::size_t words = m_words;
+  const auto stage = stage_rows<T>(s.device.data(), m_nall, m_words);
+  for (auto it = m_swaps.rbegin(); it != m_swaps.rend(); ++it) {
+    const Swap &sw = *it;
+    if (sw.self) continue;
+    copy_span(s.host_send, 0, s.device, std::size_t(sw.first) * words, sw.n_recv * words);
+    mark(&Split::bus);
+    MPI_Request request;
+    if (sw.n_send)
+      MPI_Irecv(s.host_recv.data(), mpi_count(sw.n_send * words), MPI_DOUBLE, sw.send_to, kDirectTag, m_world, &request);
+    if (sw.n_recv)
+      MPI_Send(s.host_send.data(), mpi_count(sw.n_recv * words), MPI_DOUBLE, sw.recv_from, kDirectTag, m_world);
+    if (sw.n_send) MPI_Wait(&request, MPI_STATUS_IGNORE);
+    mark(&Split::comm);
+    if (sw.n_send) {
+      copy_span(s.swap_rows, 0, s.host_recv, 0, sw.n_send * words);
+      mark(&Split::bus);
+      add_groups<T>(stage, stage_rows<T>(s.swap_rows.data(), sw.n_send, m_words), s.rev_targets.data() + sw.target_begin,
+                    s.rev_group_begin.data() + sw.target_begin, s.rev_q.data(), sw.n_targets, m_width);
+      mark(&Split::reorder);
+    }
+    if (m_measure) m_split.bus_bytes += double(sw.n_send + sw.n_recv) * words * sizeof(double);
+  }
 }
 
 // One forward communication of (sending rank, pack call, atom index) per atom instead of rows:
@@ -363,6 +557,7 @@ void FeatureExchange::trace_roots()
   m_comm->forward_comm(m_pair);
   m_mode = CallbackMode::rows;
   m_self_pack.resize(m_pack_calls, 0);
+  m_trace_atoms_begin.push_back(int(m_trace_atoms.size()));    // the end of the last call's atoms
 }
 
 void FeatureExchange::forward(const edgeframe::NodeRows &h)
@@ -442,7 +637,9 @@ void FeatureExchange::staged_forward(const edgeframe::NodeRows &h, int n_local, 
   mark(nullptr);
   gather_to_atoms<T>(rows, s.atom_of_node, 0, n_local, dev, m_width);
   mark(&Split::reorder);
-  if (m_device_comm) {    // LAMMPS packs the device stage itself (pack_forward_device & co.)
+  if (m_direct) {
+    direct_forward();
+  } else if (m_device_comm) {    // LAMMPS packs the device stage itself (pack_forward_device & co.)
     EngineExec().fence("edgeframe::exchange gather");
     m_comm->forward_comm(m_pair);
     mark(&Split::comm);
@@ -476,7 +673,9 @@ void FeatureExchange::staged_reverse(const edgeframe::NodeRows &grad, int n_loca
   mark(nullptr);
   sum_to_atoms<T>(rows, s.sum_begin, s.sum_nodes, m_nall, dev, m_width);
   mark(&Split::reorder);
-  if (m_device_comm) {
+  if (m_direct) {
+    direct_reverse<T>();
+  } else if (m_device_comm) {
     EngineExec().fence("edgeframe::exchange gather");
     m_comm->reverse_comm(m_pair);
     mark(&Split::comm);
@@ -523,6 +722,11 @@ int FeatureExchange::pack_forward(int n, const int *list, double *buf) const
       buf[3 * q + 1] = call;
       buf[3 * q + 2] = list[q];
     }
+    // What direct MPI needs of each swap's send side (pack is const to LAMMPS, not to the trace).
+    auto &self = const_cast<FeatureExchange &>(*this);
+    self.m_trace_atoms_begin.push_back(int(m_trace_atoms.size()));
+    self.m_trace_atoms.insert(self.m_trace_atoms.end(), list, list + n);
+    self.m_trace_list.push_back(list);
     return 3 * n;
   }
   if (self_pack(call)) return n * m_words;    // its unpack is skipped too: nothing to write
@@ -544,6 +748,9 @@ void FeatureExchange::unpack_forward(int n, int first, const double *buf)
     const bool self = n > 0 && int(buf[0]) == m_comm->me;
     if (int(m_self_unpack.size()) <= call) m_self_unpack.resize(call + 1, 0);
     m_self_unpack[call] = self;
+    m_recv_from.push_back(n > 0 ? int(buf[0]) : -1);
+    m_recv_first.push_back(first);
+    m_recv_n.push_back(n);
     if (!self) return;    // ghosts received by MPI are their own roots (bind's default)
     const int pack_call = int(buf[1]);
     if (int(m_self_pack.size()) <= pack_call) m_self_pack.resize(pack_call + 1, 0);
@@ -563,6 +770,10 @@ void FeatureExchange::unpack_forward(int n, int first, const double *buf)
 
 int FeatureExchange::pack_reverse(int n, int first, double *buf) const
 {
+  if (m_mode == CallbackMode::trace_reverse) {    // this rank's number, back to the ghosts' sender
+    for (int q = 0; q < n; q++) buf[q] = m_comm->me;
+    return n;
+  }
   // A reverse swap to this rank sends back ghosts it made, which are not their own roots; it
   // is followed by its unpack before any other unpack (LAMMPS' brick and tiled reverse_comm).
   m_pending_self = n > 0 && m_root[first] != first;
@@ -577,6 +788,13 @@ int FeatureExchange::pack_reverse(int n, int first, double *buf) const
 
 void FeatureExchange::unpack_reverse(int n, const int *list, const double *buf)
 {
+  if (m_mode == CallbackMode::trace_reverse) {    // brick: the swaps backwards, one unpack each
+    const int nswap = int(m_trace_list.size()), swap = nswap - 1 - m_unpack_calls++;
+    if (swap < 0 || m_trace_list[swap] != list)
+      throw std::logic_error("edgeframe exchange (direct MPI): reverse swap order differs from comm_style brick's");
+    if (n > 0) m_send_to[swap] = int(buf[0]);
+    return;
+  }
   if (m_pending_self) {
     m_pending_self = false;
     return;

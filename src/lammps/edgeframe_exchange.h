@@ -33,12 +33,23 @@
    unpack (the larger part of the two-GPU exchange's LAMMPS time) shrink to
    the MPI swaps' rows. EDGEFRAME_EXCHANGE_SELF_SWAPS=lammps keeps the
    self swaps in LAMMPS (roots are the atoms themselves), for comparison.
+
+   EDGEFRAME_EXCHANGE_MPI=direct (staged path, comm_style brick): the
+   exchange makes the MPI swaps itself instead of through LAMMPS' pack and
+   unpack. A second trace (reverse) tells each rank where its swaps send;
+   then, swap by swap in LAMMPS' order, the rows a swap sends are gathered
+   on the device, copied to a pinned buffer that goes to MPI as it is, and
+   the received rows go straight back into the device stage (reverse: the
+   ghost rows up, the received rows added onto their roots on the device).
+   No row is copied by the host, and only the swapped rows cross the bus.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_EDGEFRAME_EXCHANGE_H
 #define LMP_EDGEFRAME_EXCHANGE_H
 
 #include "exchange.hpp"
+
+#include <mpi.h>
 
 #include <memory>
 #include <vector>
@@ -52,7 +63,7 @@ namespace edgeframe_glue {
 
   class FeatureExchange : public edgeframe::NodeExchange {
    public:
-    FeatureExchange(Comm *comm, Pair *pair);
+    FeatureExchange(Comm *comm, Pair *pair, MPI_Comm world);
     ~FeatureExchange() override;
 
     // Doubles per atom and exchange for rows of width values of this type (the pair's
@@ -91,6 +102,7 @@ namespace edgeframe_glue {
     long calls() const { return m_calls; }
     bool staged() const { return m_staged; }    // rows reordered on the device, staged through pinned memory
     bool skips_self_swaps() const { return m_skip_self; }    // see the file comment
+    bool direct_mpi() const { return m_want_direct; }        // EDGEFRAME_EXCHANGE_MPI=direct
 
     // Where the exchange's time goes (pair_style ... timing detail), seconds summed over calls:
     // reordering node rows <-> the per-atom stage (device kernels, or host copies), copies
@@ -145,7 +157,7 @@ namespace edgeframe_glue {
     std::vector<int> m_sum_begin, m_sum_nodes;
     // Per communication: the host callbacks' call counters, and which calls belong to swaps
     // to this rank (learned by the trace; the reverse pairs a self pack with the next unpack).
-    enum class CallbackMode { rows, trace };
+    enum class CallbackMode { rows, trace, trace_reverse };
     CallbackMode m_mode = CallbackMode::rows;
     mutable int m_pack_calls = 0, m_unpack_calls = 0;
     mutable bool m_pending_self = false;
@@ -161,7 +173,33 @@ namespace edgeframe_glue {
       m_pack_calls = m_unpack_calls = 0;
       m_pending_self = false;
     }
-    void trace_roots();       // bind(): m_root, m_self_pack, m_self_unpack
+    void trace_roots();       // bind(): m_root, m_self_pack, m_self_unpack (and the swaps' lists)
+
+    // Direct MPI (file comment). One LAMMPS brick swap as this rank sees it.
+    struct Swap {
+      bool self = false;
+      int send_to = -1, n_send = 0, send_begin = 0;    // its rows: m_send_roots[send_begin ..)
+      int recv_from = -1, n_recv = 0, first = 0;       // ghosts [first, first + n_recv)
+      int target_begin = 0, n_targets = 0;             // reverse: m_rev_targets[target_begin ..)
+    };
+    MPI_Comm m_world;
+    bool m_want_direct = false;           // EDGEFRAME_EXCHANGE_MPI=direct
+    bool m_direct = false;                // this force call: staged, brick, traced
+    std::vector<Swap> m_swaps;
+    // From the traces: per forward pack call its atoms and list pointer, per unpack call its
+    // sender and range, per swap its destination.
+    std::vector<int> m_trace_atoms, m_trace_atoms_begin;
+    std::vector<const int *> m_trace_list;
+    std::vector<int> m_recv_from, m_recv_first, m_recv_n, m_send_to;
+    // Device copies: every MPI swap's send rows (roots), and for the reverse the distinct
+    // roots a swap adds into with the received rows of each (m_rev_q[m_rev_group_begin[t] ..
+    // m_rev_group_begin[t + 1]) for target t), so that equal roots add without races.
+    std::vector<int> m_send_roots, m_rev_targets, m_rev_group_begin, m_rev_q;
+    void trace_destinations();    // bind(), direct mode: m_send_to
+    void build_swaps();           // bind(), direct mode: m_swaps and the device lists
+    void direct_forward();
+    template <class T>
+    void direct_reverse();
     bool self_unpack(int call) const { return call < int(m_self_unpack.size()) && m_self_unpack[call]; }
     bool self_pack(int call) const { return call < int(m_self_pack.size()) && m_self_pack[call]; }
     bool m_measure = false;               // see measure_split()

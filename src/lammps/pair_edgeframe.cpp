@@ -254,7 +254,7 @@ void PairEdgeframe::init_style()
     force->pair->comm_reverse = std::max(force->pair->comm_reverse, comm_reverse);
   }
   if (m_exchange && !m_feature_exchange)
-    m_feature_exchange = std::make_unique<edgeframe_glue::FeatureExchange>(comm, this);
+    m_feature_exchange = std::make_unique<edgeframe_glue::FeatureExchange>(comm, this, world);
   if (m_exchange) m_feature_exchange->use_device_comm(m_exchange_device_comm);
   if (m_exchange) m_feature_exchange->measure_split(m_timing_detail);
   const double shell = cfg.layers * cfg.r_cut + neighbor->skin;
@@ -282,7 +282,12 @@ void PairEdgeframe::init_style()
                    cfg.r_cut + neighbor->skin, m_exchange_width, comm_forward, cfg.layers,
                    m_feature_exchange->device_comm()
                        ? " (LAMMPS-KOKKOS device communication: packed on the device, device buffers to MPI)"
-                       : (m_feature_exchange->staged() ? " (node rows reordered on the device, staged through pinned host memory)" : ""));
+                       : (m_feature_exchange->staged()
+                              ? (m_feature_exchange->direct_mpi() && comm->style == Comm::BRICK
+                                     ? " (node rows reordered on the device, staged through pinned host memory; "
+                                       "MPI swaps made directly, EDGEFRAME_EXCHANGE_MPI=direct)"
+                                     : " (node rows reordered on the device, staged through pinned host memory)")
+                              : ""));
 }
 
 double PairEdgeframe::init_one(int i, int j)

@@ -340,6 +340,99 @@ def test_recomputed_activations_match_the_reference(lammps, tmp_path, small_mode
     check_against_reference(expected(model, atoms, q), thermo, dump)
 
 
+DIRECT = "MPI swaps made directly, EDGEFRAME_EXCHANGE_MPI=direct"
+
+
+@pytest.mark.parametrize("name,nprocs,grid,precision", [
+    ("diamond64", 2, "2 1 1", "fp64"), ("diamond64", 4, "1 2 2", "fp64"), ("diamond64", 8, "8 1 1", "fp64"),
+    ("diamond64", 8, "2 2 2", "fp64"), ("bcc_cu54", 4, "1 2 2", "fp64"), ("cluster", 4, "4 1 1", "fp64"),
+    ("triclinic_ccu16", 3, "3 1 1", "fp64"), ("diamond64", 4, "2 2 1", "fp32")])
+def test_direct_mpi_exchange_matches_the_reference(lammps, tmp_path, small_model, odd_width_model, monkeypatch, name,
+                                                   nprocs, grid, precision):
+    # EDGEFRAME_EXCHANGE_MPI=direct: the staged exchange makes LAMMPS' brick swaps itself, from
+    # the traces (sender, destination, lists), with no host pack / unpack. Subdomains thinner
+    # than the cutoff (8 1 1: ghosts relayed over several swaps), self swaps in the first
+    # dimension followed by MPI swaps that send atoms with their images (1 2 2), three
+    # dimensions of MPI swaps (2 2 2), open boundaries (cluster), a triclinic cell, and fp32
+    # rows of odd width (padding in the last double).
+    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    monkeypatch.setenv("EDGEFRAME_EXCHANGE_MPI", "direct")
+    model, path = odd_width_model if precision == "fp32" else small_model
+    atoms, boundary = structure(name)
+    q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs,
+                                       pre=f"processors {grid}", precision=precision,
+                                       style_args=" ghost_mode exchange fold_images no timing detail")
+    assert DIRECT in output, output[-2000:]
+    rows, how = exchange_rows_per_exchange(output)
+    assert rows == 0 and how == "skipped", output[-1500:]    # no host pack / unpack at all
+    if precision == "fp32":
+        check_fp32_against_reference(model, atoms, q, thermo, dump)
+    else:
+        check_against_reference(expected(model, atoms, q), thermo, dump)
+
+
+def test_direct_mpi_exchange_relays_through_empty_ranks(lammps, tmp_path, small_model, monkeypatch):
+    # The vacuum-gap case of test_exchange_through_empty_ranks_that_relay with direct MPI: a rank
+    # that owns no atom forwards and returns rows it never uses, swap after swap.
+    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    monkeypatch.setenv("EDGEFRAME_EXCHANGE_MPI", "direct")
+    model, path = small_model
+    atoms, boundary = structure("diamond64")
+    atoms = atoms.copy()
+    atoms.cell[0, 0] = 8.8
+    q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=8, pre="processors 8 1 1",
+                                       style_args=" ghost_mode exchange")
+    assert DIRECT in output
+    check_against_reference(expected(model, atoms, q), thermo, dump)
+
+
+def test_direct_mpi_exchange_md_with_migration_equals_lammps_swaps(lammps, tmp_path, small_model, monkeypatch):
+    # 40 MD steps on 4 ranks with rebuilds every step (the swaps' lists change every step, so
+    # the traces are redone): direct MPI and LAMMPS' swaps give the same trajectory.
+    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    _, path = small_model
+    atoms, _ = structure("diamond64")
+    rows = {}
+    for how in ("direct", "lammps"):
+        monkeypatch.setenv("EDGEFRAME_EXCHANGE_MPI", how)
+        script = setup(tmp_path, atoms, path, pre="processors 2 2 1").replace(
+            "precision fp64", "precision fp64 ghost_mode exchange") + """
+neighbor 0.3 bin
+neigh_modify every 1 delay 0 check no
+velocity all create 1500 4928459 mom yes rot yes dist gaussian
+timestep 0.0005
+fix 1 all nve
+thermo 10
+thermo_style custom step temp pe etotal press
+thermo_modify format float %.15g
+run 40
+"""
+        run = lammps(script, nprocs=4)
+        assert run.returncode == 0, run.output[-2000:]
+        assert (DIRECT in run.output) == (how == "direct")
+        rows[how] = np.array(thermo_table(run.output))
+    assert rows["direct"].shape == rows["lammps"].shape == (5, 5)
+    assert close(rows["direct"], rows["lammps"], rel=1e-9)
+
+
+def test_bad_direct_mpi_settings_are_errors(lammps, tmp_path, small_model, monkeypatch):
+    _, path = small_model
+    atoms, boundary = structure("diamond64")
+    write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
+    script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp64 ghost_mode exchange fold_images no", model=path,
+                                 elements="C Cu", nktv2p=METAL_NKTV2P, pre="", extra="")
+    for env, text in (({"EDGEFRAME_EXCHANGE_MPI": "nccl"}, "EDGEFRAME_EXCHANGE_MPI must be 'lammps' (the default) or "
+                                                             "'direct', not 'nccl'"),
+                      ({"EDGEFRAME_EXCHANGE_MPI": "direct", "EDGEFRAME_EXCHANGE_SELF_SWAPS": "lammps"},
+                       "EDGEFRAME_EXCHANGE_MPI=direct needs the self swaps skipped")):
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        run = lammps(script)
+        assert run.returncode != 0 and text in run.output, run.output[-2000:]
+        for k in env:
+            monkeypatch.delenv(k)
+
+
 @pytest.mark.parametrize("name,nprocs,grid", [("diamond64", 4, "2 2 1"), ("cluster", 4, "4 1 1"),
                                               ("diamond64", 1, "1 1 1")])
 def test_staged_exchange_matches_the_reference(lammps, tmp_path, small_model, monkeypatch, name, nprocs, grid):
