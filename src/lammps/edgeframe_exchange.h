@@ -103,6 +103,7 @@ namespace edgeframe_glue {
     bool staged() const { return m_staged; }    // rows reordered on the device, staged through pinned memory
     bool skips_self_swaps() const { return m_skip_self; }    // see the file comment
     bool direct_mpi() const { return m_want_direct; }        // EDGEFRAME_EXCHANGE_MPI=direct
+    bool made_direct_swaps() const { return m_direct; }      // ... and the last force call used it
 
     // Where the exchange's time goes (pair_style ... timing detail), seconds summed over calls:
     // reordering node rows <-> the per-atom stage (device kernels, or host copies), copies

@@ -584,11 +584,14 @@ void PairEdgeframe::print_exchange_split()
   const double p = comm->nprocs;
   utils::logmesg(lmp,
                  "edgeframe exchange split (seconds, mean / max over ranks; {} exchanges on rank 0): reordering rows "
-                 "{:.4g} / {:.4g} | device <-> pinned host copies {:.4g} / {:.4g} ({:.3g} GB per rank) | LAMMPS "
-                 "communication (pack, MPI, unpack) {:.4g} / {:.4g}, of which host pack + unpack {:.4g} / {:.4g} ({:.0f} "
+                 "{:.4g} / {:.4g} | device <-> pinned host copies {:.4g} / {:.4g} ({:.3g} GB per rank) | {} "
+                 "{:.4g} / {:.4g}, of which host pack + unpack {:.4g} / {:.4g} ({:.0f} "
                  "rows per rank and exchange; swaps to the same rank {})\n",
                  m_feature_exchange->split_calls(), m_split_sum[0] / p, m_split_max[0], m_split_sum[1] / p, m_split_max[1],
-                 m_split_sum[3] / p / 1e9, m_split_sum[2] / p, m_split_max[2], m_split_sum[4] / p, m_split_max[4],
+                 m_split_sum[3] / p / 1e9,
+                 m_feature_exchange->made_direct_swaps() ? "direct MPI swaps (MPI, waiting)"
+                                                         : "LAMMPS communication (pack, MPI, unpack)",
+                 m_split_sum[2] / p, m_split_max[2], m_split_sum[4] / p, m_split_max[4],
                  m_split_sum[5] / p / std::max(1L, m_feature_exchange->split_calls()),
                  m_feature_exchange->device_comm()        ? "done by LAMMPS-KOKKOS on the device"
                  : m_feature_exchange->skips_self_swaps() ? "skipped"

@@ -365,6 +365,7 @@ def test_direct_mpi_exchange_matches_the_reference(lammps, tmp_path, small_model
     assert DIRECT in output, output[-2000:]
     rows, how = exchange_rows_per_exchange(output)
     assert rows == 0 and how == "skipped", output[-1500:]    # no host pack / unpack at all
+    assert "| direct MPI swaps (MPI, waiting) " in output
     if precision == "fp32":
         check_fp32_against_reference(model, atoms, q, thermo, dump)
     else:
