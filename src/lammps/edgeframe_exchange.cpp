@@ -315,18 +315,34 @@ FeatureExchange::FeatureExchange(Comm *comm, Pair *pair, MPI_Comm world) :
 {
   const char *force = std::getenv("EDGEFRAME_STAGE_EXCHANGE");
   m_staged = !kEngineMemoryIsHost || (force != nullptr && std::strcmp(force, "1") == 0);
+  // Settings that change which collectives run must agree on every rank (mpirun need not pass
+  // the environment to other hosts): each rank's choice, then MIN / MAX over the ranks.
   const char *self = std::getenv("EDGEFRAME_EXCHANGE_SELF_SWAPS");
-  if (self != nullptr && std::strcmp(self, "lammps") != 0 && std::strcmp(self, "skip") != 0)
+  const char *mpi = std::getenv("EDGEFRAME_EXCHANGE_MPI");
+  const int self_choice = !self || !std::strcmp(self, "skip") ? 1 : !std::strcmp(self, "lammps") ? 0 : -1;
+  const int mpi_choice = !mpi || !std::strcmp(mpi, "lammps") ? 0 : !std::strcmp(mpi, "direct") ? 1 : -1;
+  int mine[3] = {self_choice, mpi_choice, m_staged ? 1 : 0}, lo[3], hi[3];
+  MPI_Allreduce(mine, lo, 3, MPI_INT, MPI_MIN, m_world);
+  MPI_Allreduce(mine, hi, 3, MPI_INT, MPI_MAX, m_world);
+  if (self_choice < 0)
     throw std::runtime_error(std::string("EDGEFRAME_EXCHANGE_SELF_SWAPS must be 'skip' (the default) or 'lammps', not '") +
                              self + "'");
-  m_skip_self = self == nullptr || std::strcmp(self, "skip") == 0;
-  const char *mpi = std::getenv("EDGEFRAME_EXCHANGE_MPI");
-  if (mpi != nullptr && std::strcmp(mpi, "lammps") != 0 && std::strcmp(mpi, "direct") != 0)
+  if (mpi_choice < 0)
     throw std::runtime_error(std::string("EDGEFRAME_EXCHANGE_MPI must be 'lammps' (the default) or 'direct', not '") +
                              mpi + "'");
-  m_want_direct = mpi != nullptr && std::strcmp(mpi, "direct") == 0;
+  if (lo[0] < 0 || lo[1] < 0) throw std::runtime_error("an EDGEFRAME_EXCHANGE_* setting is invalid on another rank");
+  if (lo[0] != hi[0] || lo[1] != hi[1] || lo[2] != hi[2])
+    throw std::runtime_error("EDGEFRAME_EXCHANGE_SELF_SWAPS, EDGEFRAME_EXCHANGE_MPI and EDGEFRAME_STAGE_EXCHANGE must be "
+                             "the same on every rank (export them to all ranks, e.g. mpirun -x)");
+  m_skip_self = self_choice == 1;
+  m_want_direct = mpi_choice == 1;
   if (m_want_direct && !m_skip_self)
     throw std::runtime_error("EDGEFRAME_EXCHANGE_MPI=direct needs the self swaps skipped (EDGEFRAME_EXCHANGE_SELF_SWAPS=skip)");
+}
+
+void FeatureExchange::set_comm(Comm *comm)
+{
+  m_comm = comm;
 }
 
 FeatureExchange::~FeatureExchange() = default;
@@ -373,12 +389,15 @@ void FeatureExchange::bind(const NodeMap *nodes, int nlocal, int nall, int width
   m_self_pack.clear();
   m_self_unpack.clear();
   m_has_self = false;
+  m_traced = false;
+  m_self_lists.clear();
   m_trace_atoms.clear();
   m_trace_atoms_begin.clear();
   m_trace_list.clear();
   m_recv_from.clear();
   m_recv_first.clear();
   m_recv_n.clear();
+  const double t_trace = m_measure ? platform::walltime() : 0.0;
   if (m_skip_self && !m_device_comm && m_words >= 3) trace_roots();
   // Direct MPI where it applies; the conditions are the same on every rank (environment, build,
   // comm_style), so all ranks take the same path.
@@ -408,6 +427,7 @@ void FeatureExchange::bind(const NodeMap *nodes, int nlocal, int nall, int width
     upload(s.sum_nodes, m_sum_nodes, "edgeframe::exchange sum_nodes");
   }
   if (m_direct) build_swaps();
+  if (m_measure) m_split.traces += platform::walltime() - t_trace;
 }
 
 // The reverse trace (direct MPI): each ghost row sends this rank's number back along LAMMPS'
@@ -558,6 +578,14 @@ void FeatureExchange::trace_roots()
   m_mode = CallbackMode::rows;
   m_self_pack.resize(m_pack_calls, 0);
   m_trace_atoms_begin.push_back(int(m_trace_atoms.size()));    // the end of the last call's atoms
+  // The self swaps' lists: the rows-mode callbacks recognise a self swap by its list (forward
+  // pack, reverse unpack) or by its ghosts not being their own roots (forward unpack, reverse
+  // pack), not by the order of the calls.
+  m_self_lists.clear();
+  for (int call = 0; call < m_pack_calls; call++)
+    if (m_self_pack[call]) m_self_lists.push_back(m_trace_list[call]);
+  std::sort(m_self_lists.begin(), m_self_lists.end());
+  m_traced = true;
 }
 
 void FeatureExchange::forward(const edgeframe::NodeRows &h)
@@ -729,7 +757,7 @@ int FeatureExchange::pack_forward(int n, const int *list, double *buf) const
     self.m_trace_list.push_back(list);
     return 3 * n;
   }
-  if (self_pack(call)) return n * m_words;    // its unpack is skipped too: nothing to write
+  if (n > 0 && self_list(list)) return n * m_words;    // its unpack is skipped too: nothing to write
   const PackTimer timer(*this);
   const double *st = stage();
   const std::size_t row = std::size_t(m_words) * sizeof(double);
@@ -760,7 +788,7 @@ void FeatureExchange::unpack_forward(int n, int first, const double *buf)
     for (int q = 0; q < n; q++) m_root[first + q] = m_root[int(buf[3 * q + 2])];
     return;
   }
-  if (self_unpack(call)) return;
+  if (n > 0 && m_root[first] != first) return;    // a self swap's ghosts: not their own roots
   const PackTimer timer(*this);
   double *st = stage() + std::size_t(first) * m_words;
   const std::size_t row = std::size_t(m_words) * sizeof(double);
@@ -774,10 +802,8 @@ int FeatureExchange::pack_reverse(int n, int first, double *buf) const
     for (int q = 0; q < n; q++) buf[q] = m_comm->me;
     return n;
   }
-  // A reverse swap to this rank sends back ghosts it made, which are not their own roots; it
-  // is followed by its unpack before any other unpack (LAMMPS' brick and tiled reverse_comm).
-  m_pending_self = n > 0 && m_root[first] != first;
-  if (m_pending_self) return n * m_words;
+  // A reverse swap to this rank sends back ghosts it made, which are not their own roots.
+  if (n > 0 && m_root[first] != first) return n * m_words;
   const PackTimer timer(*this);
   const double *st = stage() + std::size_t(first) * m_words;
   const std::size_t row = std::size_t(m_words) * sizeof(double);
@@ -795,10 +821,7 @@ void FeatureExchange::unpack_reverse(int n, const int *list, const double *buf)
     if (n > 0) m_send_to[swap] = int(buf[0]);
     return;
   }
-  if (m_pending_self) {
-    m_pending_self = false;
-    return;
-  }
+  if (n > 0 && self_list(list)) return;    // a self swap's list: its pack sent nothing
   const PackTimer timer(*this);
   double *st = stage();
   const bool f64 = m_type == edgeframe::RowType::f64;
@@ -811,7 +834,8 @@ void FeatureExchange::unpack_reverse(int n, const int *list, const double *buf)
   // The atoms of one swap's list are distinct, but with self swaps two of them can share a root
   // (an atom and its periodic image sent in one swap): then the rows add one after another.
   // (The check only where threads would run.)
-  if (m_has_self && (exchange_threads() == 1 || !distinct_roots(n, list)))
+  if (m_has_self && (exchange_threads() == 1 || std::size_t(n) * m_words * sizeof(double) < parallel_bytes() ||
+                     !distinct_roots(n, list)))
     for (int q = 0; q < n; q++) add(q);
   else
     for_rows(n, std::size_t(m_words) * sizeof(double), add);

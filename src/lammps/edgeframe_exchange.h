@@ -51,6 +51,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -93,6 +94,8 @@ namespace edgeframe_glue {
     // lives in the engine's memory only and LAMMPS packs it there; lists and buffers are
     // LAMMPS' device views (engine memory). Set before bind().
     void use_device_comm(bool on);
+    // LAMMPS replaces its Comm on `comm_style`: the pair passes the current one every init.
+    void set_comm(Comm *comm);
     bool device_comm() const { return m_device_comm; }
     int pack_forward_device(int n, const int *list, double *buf) const;
     void unpack_forward_device(int n, int first, const double *buf);
@@ -101,7 +104,8 @@ namespace edgeframe_glue {
 
     long calls() const { return m_calls; }
     bool staged() const { return m_staged; }    // rows reordered on the device, staged through pinned memory
-    bool skips_self_swaps() const { return m_skip_self; }    // see the file comment
+    bool skips_self_swaps() const { return m_skip_self; }    // see the file comment (the setting)
+    bool skipped_self_swaps() const { return m_traced; }     // ... and the last force call did
     bool direct_mpi() const { return m_want_direct; }        // EDGEFRAME_EXCHANGE_MPI=direct
     bool made_direct_swaps() const { return m_direct; }      // ... and the last force call used it
 
@@ -118,6 +122,7 @@ namespace edgeframe_glue {
       double bus_bytes = 0.0;
       double host_pack = 0.0;
       double host_rows = 0.0;    // rows the host pack / unpack callbacks moved
+      double traces = 0.0;       // bind()'s traces and swap lists (inside "graph build")
     };
     // Starts a new split (LAMMPS calls init_style once per run: the split is per run, like the
     // other timing lines).
@@ -160,20 +165,18 @@ namespace edgeframe_glue {
     // to this rank (learned by the trace; the reverse pairs a self pack with the next unpack).
     enum class CallbackMode { rows, trace, trace_reverse };
     CallbackMode m_mode = CallbackMode::rows;
-    mutable int m_pack_calls = 0, m_unpack_calls = 0;
-    mutable bool m_pending_self = false;
+    mutable int m_pack_calls = 0, m_unpack_calls = 0;    // counted in the traces
     std::vector<char> m_self_pack, m_self_unpack;
+    std::vector<const int *> m_self_lists;    // sorted: the send lists of swaps to this rank
+    bool m_traced = false;                    // this force call's roots come from a trace
+    bool self_list(const int *list) const { return std::binary_search(m_self_lists.begin(), m_self_lists.end(), list); }
     bool m_has_self = false;              // some swap of this communication goes to this rank
     // Whether the roots of list[0..n) are distinct (then a reverse unpack may add in parallel);
     // one pass with a stamp per call instead of clearing a mark per atom.
     bool distinct_roots(int n, const int *list) const;
     mutable std::vector<unsigned> m_root_seen;
     mutable unsigned m_root_stamp = 0;
-    void reset_callbacks() const
-    {
-      m_pack_calls = m_unpack_calls = 0;
-      m_pending_self = false;
-    }
+    void reset_callbacks() const { m_pack_calls = m_unpack_calls = 0; }
     void trace_roots();       // bind(): m_root, m_self_pack, m_self_unpack (and the swaps' lists)
 
     // Direct MPI (file comment). One LAMMPS brick swap as this rank sees it.

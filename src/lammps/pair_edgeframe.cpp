@@ -255,6 +255,7 @@ void PairEdgeframe::init_style()
   }
   if (m_exchange && !m_feature_exchange)
     m_feature_exchange = std::make_unique<edgeframe_glue::FeatureExchange>(comm, this, world);
+  if (m_exchange) m_feature_exchange->set_comm(comm);
   if (m_exchange) m_feature_exchange->use_device_comm(m_exchange_device_comm);
   if (m_exchange) m_feature_exchange->measure_split(m_timing_detail);
   const double shell = cfg.layers * cfg.r_cut + neighbor->skin;
@@ -449,7 +450,11 @@ void PairEdgeframe::compute(int eflag, int vflag)
   double t0 = platform::walltime();
   if (m_need_node_map || neighbor->ago == 0) rebuild_graph();
   m_sum_ghosts += atom->nghost;
-  if (m_exchange) m_feature_exchange->bind(&m_nodes, atom->nlocal, atom->nlocal + atom->nghost, m_exchange_width, m_exchange_type);
+  // bind() traces the swaps (collectives): an error there must stop every rank cleanly.
+  if (m_exchange)
+    call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe (exchange setup)", [&] {
+      m_feature_exchange->bind(&m_nodes, atom->nlocal, atom->nlocal + atom->nghost, m_exchange_width, m_exchange_type);
+    });
   // A rank that owns no mapped atom has no energy and so exerts no force: nothing to compute
   // (ranks of an open box beyond the atoms, or every owned type NULL under hybrid). In
   // exchange mode it still takes part in every communication: its ghosts may be relays.
@@ -574,9 +579,9 @@ void PairEdgeframe::unpack_reverse_comm(int n, int *list, double *buf)
 void PairEdgeframe::reduce_exchange_split()
 {
   const auto &x = m_feature_exchange->split();
-  double v[6] = {x.reorder, x.bus, x.comm, x.bus_bytes, x.host_pack, x.host_rows};
-  MPI_Allreduce(v, m_split_sum, 6, MPI_DOUBLE, MPI_SUM, world);
-  MPI_Allreduce(v, m_split_max, 6, MPI_DOUBLE, MPI_MAX, world);
+  double v[7] = {x.reorder, x.bus, x.comm, x.bus_bytes, x.host_pack, x.host_rows, x.traces};
+  MPI_Allreduce(v, m_split_sum, 7, MPI_DOUBLE, MPI_SUM, world);
+  MPI_Allreduce(v, m_split_max, 7, MPI_DOUBLE, MPI_MAX, world);
 }
 
 void PairEdgeframe::print_exchange_split()
@@ -586,16 +591,18 @@ void PairEdgeframe::print_exchange_split()
                  "edgeframe exchange split (seconds, mean / max over ranks; {} exchanges on rank 0): reordering rows "
                  "{:.4g} / {:.4g} | device <-> pinned host copies {:.4g} / {:.4g} ({:.3g} GB per rank) | {} "
                  "{:.4g} / {:.4g}, of which host pack + unpack {:.4g} / {:.4g} ({:.0f} "
-                 "rows per rank and exchange; swaps to the same rank {})\n",
+                 "rows per rank and exchange; swaps to the same rank {}) | traces of the swaps (in graph build) "
+                 "{:.4g} / {:.4g}\n",
                  m_feature_exchange->split_calls(), m_split_sum[0] / p, m_split_max[0], m_split_sum[1] / p, m_split_max[1],
                  m_split_sum[3] / p / 1e9,
                  m_feature_exchange->made_direct_swaps() ? "direct MPI swaps (MPI, waiting)"
                                                          : "LAMMPS communication (pack, MPI, unpack)",
                  m_split_sum[2] / p, m_split_max[2], m_split_sum[4] / p, m_split_max[4],
                  m_split_sum[5] / p / std::max(1L, m_feature_exchange->split_calls()),
-                 m_feature_exchange->device_comm()        ? "done by LAMMPS-KOKKOS on the device"
-                 : m_feature_exchange->skips_self_swaps() ? "skipped"
-                                                          : "by LAMMPS");
+                 m_feature_exchange->device_comm()          ? "done by LAMMPS-KOKKOS on the device"
+                 : m_feature_exchange->skipped_self_swaps() ? "skipped"
+                                                            : "by LAMMPS",
+                 m_split_sum[6] / p, m_split_max[6]);
 }
 
 void PairEdgeframe::finish()

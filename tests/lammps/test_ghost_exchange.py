@@ -382,8 +382,8 @@ def test_direct_mpi_exchange_relays_through_empty_ranks(lammps, tmp_path, small_
     atoms = atoms.copy()
     atoms.cell[0, 0] = 8.8
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=8, pre="processors 8 1 1",
-                                       style_args=" ghost_mode exchange")
-    assert DIRECT in output
+                                       style_args=" ghost_mode exchange timing detail")
+    assert DIRECT in output and "| direct MPI swaps (MPI, waiting) " in output, output[-1500:]
     check_against_reference(expected(model, atoms, q), thermo, dump)
 
 
@@ -397,7 +397,7 @@ def test_direct_mpi_exchange_md_with_migration_equals_lammps_swaps(lammps, tmp_p
     for how in ("direct", "lammps"):
         monkeypatch.setenv("EDGEFRAME_EXCHANGE_MPI", how)
         script = setup(tmp_path, atoms, path, pre="processors 2 2 1").replace(
-            "precision fp64", "precision fp64 ghost_mode exchange") + """
+            "precision fp64", "precision fp64 ghost_mode exchange timing detail") + """
 neighbor 0.3 bin
 neigh_modify every 1 delay 0 check no
 velocity all create 1500 4928459 mom yes rot yes dist gaussian
@@ -410,10 +410,45 @@ run 40
 """
         run = lammps(script, nprocs=4)
         assert run.returncode == 0, run.output[-2000:]
-        assert (DIRECT in run.output) == (how == "direct")
+        assert ("| direct MPI swaps (MPI, waiting) " in run.output) == (how == "direct"), run.output[-1500:]
         rows[how] = np.array(thermo_table(run.output))
     assert rows["direct"].shape == rows["lammps"].shape == (5, 5)
     assert close(rows["direct"], rows["lammps"], rel=1e-9)
+
+
+def bus_gigabytes(output):
+    split = [ln for ln in output.splitlines() if ln.startswith("edgeframe exchange split")][-1]
+    return float(re.search(r"device <-> pinned host copies [\d.e+-]+ / [\d.e+-]+ \(([\d.e+-]+) GB per rank\)",
+                           split).group(1))
+
+
+def test_direct_mpi_moves_fewer_bytes_across_the_bus(lammps, tmp_path, small_model, monkeypatch):
+    # Direct MPI copies only the rows its swaps send and receive; the LAMMPS-swap path copies the
+    # whole owned block up and the whole ghost block down (and back in reverse).
+    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    model, path = small_model
+    atoms, boundary = structure("bcc_cu54")
+    gb = {}
+    for how in ("direct", "lammps"):
+        monkeypatch.setenv("EDGEFRAME_EXCHANGE_MPI", how)
+        q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=2, pre="processors 2 1 1",
+                                           style_args=" ghost_mode exchange timing detail")
+        check_against_reference(expected(model, atoms, q), thermo, dump, per_atom=False)
+        gb[how] = bus_gigabytes(output)
+    assert 0 < gb["direct"] < gb["lammps"], gb
+
+
+def test_shared_roots_add_one_after_another_with_threads(lammps, tmp_path, small_model, monkeypatch):
+    # 1 2 2: the x swaps are self swaps, so the y and z MPI swaps send atoms together with their
+    # images, which share a root; with host threads on, those reverse adds must not race.
+    monkeypatch.setenv("EDGEFRAME_EXCHANGE_THREADS", "2")
+    monkeypatch.setenv("EDGEFRAME_EXCHANGE_PARALLEL_BYTES", "0")
+    model, path = small_model
+    atoms, boundary = structure("bcc_cu54")
+    q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=4, pre="processors 1 2 2",
+                                       style_args=" ghost_mode exchange")
+    assert "exchange host copies on 2 OpenMP threads" in output
+    check_against_reference(expected(model, atoms, q), thermo, dump)
 
 
 def test_bad_direct_mpi_settings_are_errors(lammps, tmp_path, small_model, monkeypatch):
