@@ -451,6 +451,16 @@ def test_shared_roots_add_one_after_another_with_threads(lammps, tmp_path, small
     check_against_reference(expected(model, atoms, q), thermo, dump)
 
 
+def test_exchange_survives_a_comm_style_change(lammps, tmp_path, small_model):
+    # `comm_style` replaces LAMMPS' Comm object between runs; the exchange must use the new one
+    # (it kept the first one's pointer before: a segfault in the second run's trace).
+    model, path = small_model
+    atoms, boundary = structure("bcc_cu54")
+    q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=2,
+                                       style_args=" ghost_mode exchange", extra="run 0 post no\ncomm_style tiled")
+    check_against_reference(expected(model, atoms, q), thermo, dump, per_atom=False)
+
+
 def test_bad_direct_mpi_settings_are_errors(lammps, tmp_path, small_model, monkeypatch):
     _, path = small_model
     atoms, boundary = structure("diamond64")
