@@ -420,7 +420,7 @@ void FeatureExchange::bind(const NodeMap *nodes, int nlocal, int nall, int width
     const std::size_t words = std::size_t(nall) * m_words;
     if (s.device.extent(0) < words)    // grown on demand, never shrunk
       s.device = uninitialised<decltype(s.device)>("edgeframe::exchange stage", words);
-    if (!m_device_comm && s.host.extent(0) < words)
+    if (!m_device_comm && !m_direct && s.host.extent(0) < words)    // direct MPI: per-swap buffers instead
       s.host = uninitialised<decltype(s.host)>("edgeframe::exchange stage (pinned)", words);
     upload(s.atom_of_node, m_root_of_node, "edgeframe::exchange atom_of_node");
     upload(s.sum_begin, m_sum_begin, "edgeframe::exchange sum_begin");
