@@ -29,6 +29,9 @@
 #        (examples/gpu, PRECISION_STEPS steps), into $OUT/precision.log.
 # scaling: bench/gpu_scaling.sh (1 vs 2 GPUs, issue #8; SCALING_ARGS) into $OUT/scaling.
 #        SCALING_MPI_ENV=FILE sources FILE first (OpenMPI settings, e.g. the mpi step's choice).
+# exchange-ab: bench/gpu_exchange_ab.sh (issue #8): the exchange variants (EXCHANGE_VARIANTS,
+#        default lammps direct pe8) on two GPUs in one table, into $OUT/exchange-ab.md and
+#        $OUT/exchange-ab-logs.tar.xz (SCALING_MPI_ENV applies).
 # mpi:   bench/mpi_transports.sh: two-rank MPI swap bandwidth under several OpenMPI transport
 #        settings, into $OUT/mpi.log, and the fastest setting as $OUT/mpi-best.env.
 # Logs go to $OUT/*.log. The machine has no network: everything comes from .device/.
@@ -197,6 +200,14 @@ do_example() {
   grep -E "^Loop time|Performance|ERROR|edgeframe timing" "$OUT/log.diamond-gpu"
 }
 
+do_exchange_ab() {
+  echo "== exchange-ab: bench/gpu_exchange_ab.sh (needs two GPUs: $(nvidia-smi -L | wc -l) here)"
+  # shellcheck disable=SC2086
+  EDGEFRAME_PLUGIN="$build/src/lammps/edgeframeplugin.so" bench/gpu_exchange_ab.sh "$OUT/exchange-ab" \
+    "${EXCHANGE_STEPS:-10}" ${EXCHANGE_VARIANTS:-} | tee "$OUT/exchange-ab.md" || status=1
+  tar -C "$OUT" -cJf "$OUT/exchange-ab-logs.tar.xz" exchange-ab && rm -rf "$OUT/exchange-ab"
+}
+
 do_mpi() {
   echo "== mpi: bench/mpi_transports.sh (OpenMPI transport settings, two ranks)"
   bench/mpi_transports.sh /tmp/mpi-transports "${MPI_MAX_MB:-64}" 2>&1 | tee "$OUT/mpi.log" || status=1
@@ -241,7 +252,8 @@ for step in "$@"; do
     precision) do_precision ;;
     scaling) do_scaling ;;
     mpi) do_mpi ;;
-    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile example looporder precision scaling mpi)"; exit 2 ;;
+    exchange-ab) do_exchange_ab ;;
+    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile example looporder precision scaling mpi exchange-ab)"; exit 2 ;;
   esac
 done
 exit $status
