@@ -278,6 +278,17 @@ int mpi_count(std::size_t n)
 
 constexpr int kDirectTag = 0x6566;    // the direct swaps' MPI tag (LAMMPS' own use 0)
 
+// One MPI swap as LAMMPS' brick makes it: post the receive of recv_count doubles from `from`,
+// send send_count doubles to `to`, wait (either side may be empty).
+void mpi_swap(const double *send, std::size_t send_count, int to, double *recv, std::size_t recv_count, int from,
+              MPI_Comm world)
+{
+  MPI_Request request;
+  if (recv_count) MPI_Irecv(recv, mpi_count(recv_count), MPI_DOUBLE, from, kDirectTag, world, &request);
+  if (send_count) MPI_Send(send, mpi_count(send_count), MPI_DOUBLE, to, kDirectTag, world);
+  if (recv_count) MPI_Wait(&request, MPI_STATUS_IGNORE);
+}
+
 // A view of n elements, not zeroed (every element is written before it is read).
 template <class V>
 V uninitialised(const std::string &label, std::size_t n)
@@ -520,12 +531,8 @@ void FeatureExchange::direct_forward()
       copy_span(s.host_send, 0, s.swap_rows, 0, sw.n_send * words);
       mark(&Split::bus);
     }
-    MPI_Request request;
-    if (sw.n_recv)
-      MPI_Irecv(s.host_recv.data(), mpi_count(sw.n_recv * words), MPI_DOUBLE, sw.recv_from, kDirectTag, m_world, &request);
-    if (sw.n_send)
-      MPI_Send(s.host_send.data(), mpi_count(sw.n_send * words), MPI_DOUBLE, sw.send_to, kDirectTag, m_world);
-    if (sw.n_recv) MPI_Wait(&request, MPI_STATUS_IGNORE);
+    mpi_swap(s.host_send.data(), sw.n_send * words, sw.send_to, s.host_recv.data(), sw.n_recv * words, sw.recv_from,
+             m_world);
     mark(&Split::comm);
     copy_span(s.device, std::size_t(sw.first) * words, s.host_recv, 0, sw.n_recv * words);
     mark(&Split::bus);
@@ -547,12 +554,9 @@ void FeatureExchange::direct_reverse()
     if (sw.self) continue;
     copy_span(s.host_send, 0, s.device, std::size_t(sw.first) * words, sw.n_recv * words);
     mark(&Split::bus);
-    MPI_Request request;
-    if (sw.n_send)
-      MPI_Irecv(s.host_recv.data(), mpi_count(sw.n_send * words), MPI_DOUBLE, sw.send_to, kDirectTag, m_world, &request);
-    if (sw.n_recv)
-      MPI_Send(s.host_send.data(), mpi_count(sw.n_recv * words), MPI_DOUBLE, sw.recv_from, kDirectTag, m_world);
-    if (sw.n_send) MPI_Wait(&request, MPI_STATUS_IGNORE);
+    // Backwards: the ghost rows go to the rank they came from, the sent atoms' rows come back.
+    mpi_swap(s.host_send.data(), sw.n_recv * words, sw.recv_from, s.host_recv.data(), sw.n_send * words, sw.send_to,
+             m_world);
     mark(&Split::comm);
     if (sw.n_send) {
       copy_span(s.swap_rows, 0, s.host_recv, 0, sw.n_send * words);
@@ -606,7 +610,6 @@ void FeatureExchange::forward(const edgeframe::NodeRows &h)
   mark(nullptr);
   if (n_nodes) rows_to_stage(rows, row_bytes, m_root_of_node.data(), 0, n_local, m_stage.data(), m_words);      // owners out
   mark(&Split::reorder);
-  reset_callbacks();
   m_comm->forward_comm(m_pair);
   mark(&Split::comm);
   if (n_nodes) stage_to_rows(m_stage.data(), m_words, m_root_of_node.data(), n_local, n_nodes, rows, row_bytes);  // ghosts in (from their roots)
@@ -633,7 +636,6 @@ void FeatureExchange::reverse(const edgeframe::NodeRows &grad)
   else
     sum_rows_to_atoms<float>(rows, row_bytes, m_sum_begin, m_sum_nodes, m_nall, m_stage.data(), m_words, m_width);
   mark(&Split::reorder);
-  reset_callbacks();
   m_comm->reverse_comm(m_pair);
   mark(&Split::comm);
   if (n_nodes) stage_to_rows(m_stage.data(), m_words, m_root_of_node.data(), 0, n_local, rows, row_bytes);  // owners' sums in
@@ -674,7 +676,6 @@ void FeatureExchange::staged_forward(const edgeframe::NodeRows &h, int n_local, 
   } else {
     copy_words(s.host, s.device, 0, owned);    // deep_copy fences: the gather is done
     mark(&Split::bus);
-    reset_callbacks();
     m_comm->forward_comm(m_pair);
     mark(&Split::comm);
     copy_words(s.device, s.host, owned, all);
@@ -710,7 +711,6 @@ void FeatureExchange::staged_reverse(const edgeframe::NodeRows &grad, int n_loca
   } else {
     copy_words(s.host, s.device, 0, all);
     mark(&Split::bus);
-    reset_callbacks();
     m_comm->reverse_comm(m_pair);
     mark(&Split::comm);
     copy_words(s.device, s.host, 0, owned);
@@ -743,8 +743,8 @@ class FeatureExchange::PackTimer {
 // roots (file comment of the header).
 int FeatureExchange::pack_forward(int n, const int *list, double *buf) const
 {
-  const int call = m_pack_calls++;
   if (m_mode == CallbackMode::trace) {
+    const int call = m_pack_calls++;
     for (int q = 0; q < n; q++) {
       buf[3 * q] = m_comm->me;
       buf[3 * q + 1] = call;
@@ -770,8 +770,8 @@ int FeatureExchange::pack_forward(int n, const int *list, double *buf) const
 
 void FeatureExchange::unpack_forward(int n, int first, const double *buf)
 {
-  const int call = m_unpack_calls++;
   if (m_mode == CallbackMode::trace) {
+    const int call = m_unpack_calls++;
     // A swap comes from one rank: the first atom tells whether it is this one.
     const bool self = n > 0 && int(buf[0]) == m_comm->me;
     if (int(m_self_unpack.size()) <= call) m_self_unpack.resize(call + 1, 0);

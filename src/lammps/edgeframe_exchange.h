@@ -161,8 +161,7 @@ namespace edgeframe_glue {
     // Reverse gather: atom a's stage row = the sum of the gradient rows of nodes
     // m_sum_nodes[m_sum_begin[a] .. m_sum_begin[a + 1]) (in node order; zero if none).
     std::vector<int> m_sum_begin, m_sum_nodes;
-    // Per communication: the host callbacks' call counters, and which calls belong to swaps
-    // to this rank (learned by the trace; the reverse pairs a self pack with the next unpack).
+    // The traces' call counters, and which calls belong to swaps to this rank.
     enum class CallbackMode { rows, trace, trace_reverse };
     CallbackMode m_mode = CallbackMode::rows;
     mutable int m_pack_calls = 0, m_unpack_calls = 0;    // counted in the traces

@@ -98,15 +98,11 @@ def test_exchange_fp32_matches_reference(lammps, tmp_path, small_model, odd_widt
     check_fp32_against_reference(model, atoms, q, thermo, dump)
 
 
-def test_exchange_md_with_migration_equals_shell(lammps, tmp_path, small_model):
-    # 40 steps of NVE at 1500 K on 4 ranks with neighbour-list rebuilds every step: atoms move
-    # between subdomains and ghosts change; both modes must give the same trajectory.
-    _, path = small_model
-    atoms, _ = structure("diamond64")
-    rows = {}
-    for mode in ("exchange", "shell"):
-        script = setup(tmp_path, atoms, path, pre="processors 4 1 1").replace(
-            "precision fp64", f"precision fp64 ghost_mode {mode}") + """
+def md_40_steps(lammps, tmp_path, model_path, atoms, grid, style_args):
+    """40 steps of NVE at 1500 K on 4 ranks with neighbour-list rebuilds every step (atoms move
+    between subdomains, ghosts and swap lists change): the log and its thermo table."""
+    script = setup(tmp_path, atoms, model_path, pre=f"processors {grid}").replace(
+        "precision fp64", f"precision fp64{style_args}") + """
 neighbor 0.3 bin
 neigh_modify every 1 delay 0 check no
 velocity all create 1500 4928459 mom yes rot yes dist gaussian
@@ -117,9 +113,17 @@ thermo_style custom step temp pe etotal press
 thermo_modify format float %.15g
 run 40
 """
-        run = lammps(script, nprocs=4)
-        assert run.returncode == 0, run.output[-2000:]
-        rows[mode] = np.array(thermo_table(run.output))
+    run = lammps(script, nprocs=4)
+    assert run.returncode == 0, run.output[-2000:]
+    return run.output, np.array(thermo_table(run.output))
+
+
+def test_exchange_md_with_migration_equals_shell(lammps, tmp_path, small_model):
+    # Both modes must give the same trajectory.
+    _, path = small_model
+    atoms, _ = structure("diamond64")
+    rows = {mode: md_40_steps(lammps, tmp_path, path, atoms, "4 1 1", f" ghost_mode {mode}")[1]
+            for mode in ("exchange", "shell")}
     assert rows["exchange"].shape == rows["shell"].shape == (5, 5)
     # Chaotic dynamics amplify rounding, but over 40 steps it stays far below 1e-9.
     assert close(rows["exchange"], rows["shell"], rel=1e-9)
@@ -204,9 +208,14 @@ def test_timing_detail_prints_the_split(lammps, tmp_path, small_model, monkeypat
         assert reorder + bus + comm <= exchange_time * 1.05, (split[0], line)
 
 
+def split_line(output):
+    """The last `edgeframe exchange split` line of a log (timing detail)."""
+    return [ln for ln in output.splitlines() if ln.startswith("edgeframe exchange split")][-1]
+
+
 def exchange_rows_per_exchange(output):
     """Rows the host pack / unpack callbacks moved, per rank and exchange (timing detail's split)."""
-    split = [ln for ln in output.splitlines() if ln.startswith("edgeframe exchange split")][-1]
+    split = split_line(output)
     m = re.search(r"\(([\d.]+) rows per rank and exchange; swaps to the same rank (skipped|by LAMMPS)\)", split)
     assert m, split
     return float(m.group(1)), m.group(2)
@@ -396,28 +405,14 @@ def test_direct_mpi_exchange_md_with_migration_equals_lammps_swaps(lammps, tmp_p
     rows = {}
     for how in ("direct", "lammps"):
         monkeypatch.setenv("EDGEFRAME_EXCHANGE_MPI", how)
-        script = setup(tmp_path, atoms, path, pre="processors 2 2 1").replace(
-            "precision fp64", "precision fp64 ghost_mode exchange timing detail") + """
-neighbor 0.3 bin
-neigh_modify every 1 delay 0 check no
-velocity all create 1500 4928459 mom yes rot yes dist gaussian
-timestep 0.0005
-fix 1 all nve
-thermo 10
-thermo_style custom step temp pe etotal press
-thermo_modify format float %.15g
-run 40
-"""
-        run = lammps(script, nprocs=4)
-        assert run.returncode == 0, run.output[-2000:]
-        assert ("| direct MPI swaps (MPI, waiting) " in run.output) == (how == "direct"), run.output[-1500:]
-        rows[how] = np.array(thermo_table(run.output))
+        output, rows[how] = md_40_steps(lammps, tmp_path, path, atoms, "2 2 1", " ghost_mode exchange timing detail")
+        assert ("| direct MPI swaps (MPI, waiting) " in output) == (how == "direct"), output[-1500:]
     assert rows["direct"].shape == rows["lammps"].shape == (5, 5)
     assert close(rows["direct"], rows["lammps"], rel=1e-9)
 
 
 def bus_gigabytes(output):
-    split = [ln for ln in output.splitlines() if ln.startswith("edgeframe exchange split")][-1]
+    split = split_line(output)
     return float(re.search(r"device <-> pinned host copies [\d.e+-]+ / [\d.e+-]+ \(([\d.e+-]+) GB per rank\)",
                            split).group(1))
 
