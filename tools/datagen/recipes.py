@@ -125,6 +125,32 @@ def carbon():
         s = round(0.90 + 0.02 * k, 2)
         b.add("eos", f"iso{s}", dia(scale=s), md(30, 10, T_init=30),
               _split(k, test=(3, 7), val=(5,)))
+
+    # Added after the v4 potentials (which were fitted to the 1405 frames above): more training
+    # trajectories for the disordered families, whose errors dominate v4's carbon test RMSE.
+    # All train; appended after everything else, so every earlier recipe keeps its seed and
+    # every earlier frame its index (val / test arrays unchanged). Parameters lie inside the
+    # existing ranges (2.0-3.3 g/cm3, 5000-6000 K, quench to 300 K, crystals <= 3000 K) and
+    # avoid the held-out trajectories' own (liquid 2.4 / 2.8, amorphous 2.5 / 3.0 g/cm3).
+    for rho, T in [(2.1, 5750), (2.2, 5250), (2.6, 6000), (3.0, 5250), (3.1, 5750)]:
+        st = dict(kind="random", natoms=64, box=round(_box_for_density(64, 12.011, rho), 6),
+                  overlap=1.3)
+        b.add("liquid", f"rho{rho}_T{T}", st,
+              dict(T=T, dt=0.00025, damp=0.05, equil=4000, every=100, frames=40), "train")
+    # amorphous: the 1 ps quench as above, and a 2 ps one (half the rate; a frame every 50 fs)
+    for rho, ps in [(2.2, 1), (2.35, 2), (2.7, 1), (2.8, 2), (3.15, 1)]:
+        st = dict(kind="random", natoms=64, box=round(_box_for_density(64, 12.011, rho), 6),
+                  overlap=1.3)
+        b.add("amorphous", f"rho{rho}_quench{ps}ps", st,
+              dict(T=5000, T_end=300, dt=0.00025, damp=0.05, equil=4000, every=100 * ps,
+                   frames=40), "train")
+    b.add("diamond", "T2850", dia(), md(2850), "train")
+    b.add("vacancy", "v2_T1800", dia(delete_ids=[10, 43]), md(1800, 25), "train")
+    b.add("surface", "111_T1800", dict(kind="slab", lattice="diamond", a=A_DIAMOND,
+                                       reps=(1, 2, 1), orient=O111, vacuum=10.0,
+                                       spacing=SPACING111,
+                                       shift_z=round(A_DIAMOND * 3 ** 0.5 / 12, 6)),
+          md(1800, 25), "train")
     return b.recipes
 
 
