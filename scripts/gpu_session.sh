@@ -12,13 +12,16 @@
 # test:  the GoogleTest units on the GPU (every kernel typed over Kokkos::Cuda and Serial,
 #        the evaluator against the goldens) and the LAMMPS-level tests with the CUDA plugin
 #        (the plain style runs the engine on the GPU; /kk with -k on g 1 -sf kk).
-#        LAMMPS_TESTS picks a subset (pytest node ids): on the GPU each lmp start loads the
+#        LAMMPS_TESTS picks a subset (pytest node ids; LAMMPS_TEST_K a pytest -k expression,
+#        LAMMPS_TEST_ARGS more pytest options, split at spaces): on the GPU each lmp start loads the
 #        CUDA libraries of torch and Kokkos, which makes the whole suite slow there.
 # gate:  tools/gate.py (GATE_ARGS, GATE_BUDGET) into $OUT/gate.
 # profile: bench/edgeframe_bench's per-kernel split (fenced around each kernel) and compulsory
 #        bytes / FLOPs per kernel, then GPU time per kernel family and the heaviest torch and
 #        Kokkos kernels (--torch-profile), L2 and L3 at 512 atoms in fp32 and L2 in tf32, into
 #        $OUT/profile.log.
+# ncu:   the profile step's ncu part alone (also run by profile with NCU=1): hardware counters and
+#        warp stall reasons of one L2 step's Kokkos kernels into $OUT/ncu.log.xz.
 # Run it from a script file, never as `bash /dev/stdin <<EOF` (doc/gpu-notes.md).
 # example: examples/gpu/in.diamond-gpu into $OUT/log.diamond-gpu.
 # looporder: the two loop orders of the backward kernels (EDGEFRAME_LOOP_ORDER=rows|lanes,
@@ -115,7 +118,7 @@ do_test() {
   t0=$SECONDS
   EDGEFRAME_KOKKOS_ARGS=${EDGEFRAME_KOKKOS_ARGS:-"-k on g 1 -sf kk"} timeout "${LAMMPS_TEST_TIMEOUT:-300}" "$EDGEFRAME_PYTHON" -m pytest -q \
     -p no:cacheprovider --durations=0 ${LAMMPS_TESTS:-tests/lammps} --lmp "$(command -v lmp)" --plugin "$build/src/lammps/edgeframeplugin.so" \
-    ${LAMMPS_TEST_ARGS:-} > "$OUT/lammps-gpu.log" 2>&1 || status=1
+    ${LAMMPS_TEST_ARGS:-} ${LAMMPS_TEST_K:+-k "$LAMMPS_TEST_K"} > "$OUT/lammps-gpu.log" 2>&1 || status=1
   tail -8 "$OUT/lammps-gpu.log"; echo "   $((SECONDS - t0)) s"
 }
 
@@ -134,14 +137,25 @@ do_profile() {
     "$build/bench/edgeframe_bench" --shape L2 --cells 4 --reps 3 --precision tf32 --torch-profile
     "$EDGEFRAME_PYTHON" tools/roofline_probe.py; } > "$OUT/profile.log" 2>&1 || status=1
   cat "$OUT/profile.log"
-  if [[ -n ${NCU:-} ]] && command -v ncu > /dev/null; then
-    # Hardware counters of the first Kokkos kernels of one L2 step (edgeframe's kernels are all
-    # Kokkos launches; torch's are not): speed of light, memory, occupancy.
-    echo "== profile: ncu on the Kokkos kernels of one L2 step (NCU_LAUNCHES=${NCU_LAUNCHES:-40})"
-    timeout "${NCU_TIMEOUT:-180}" ncu --clock-control none --kernel-name regex:cuda_parallel_launch --launch-count "${NCU_LAUNCHES:-40}" \
+  [[ -n ${NCU:-} ]] && do_ncu
+}
+
+do_ncu() {
+  if command -v ncu > /dev/null; then
+    # Hardware counters of the Kokkos kernels of one L2 step (edgeframe's kernels are all Kokkos
+    # launches; torch's are not; one step has 52 of them, the first NCU_SKIP belong to the
+    # warm-up step): speed of light, memory, occupancy, and where the warps stall (WarpStateStats,
+    # SchedulerStats: what stops a kernel short of the copy bandwidth).
+    echo "== profile: ncu on the Kokkos kernels of one L2 step (NCU_SKIP=${NCU_SKIP:-52}, NCU_LAUNCHES=${NCU_LAUNCHES:-52})"
+    timeout "${NCU_TIMEOUT:-180}" ncu --clock-control none --kernel-name regex:cuda_parallel_launch \
+      --launch-skip "${NCU_SKIP:-52}" --launch-count "${NCU_LAUNCHES:-52}" \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+      --section WarpStateStats --section SchedulerStats \
       "$build/bench/edgeframe_bench" --shape L2 --cells 4 --reps 1 --warmup 1 --precision fp32 > "$OUT/ncu.log" 2>&1 || true
-    grep -cE "^  [A-Za-z].*\(" "$OUT/ncu.log" | sed 's/^/   kernels profiled: /'
+    xz -T0 -k "$OUT/ncu.log" && rm -f "$OUT/ncu.log"    # large; comes back as ncu.log.xz
+    xzcat "$OUT/ncu.log.xz" | grep -cE "^  [A-Za-z].*\(" | sed 's/^/   kernels profiled: /'
+  else
+    echo "== ncu: not on this machine"
   fi
 }
 
@@ -253,7 +267,8 @@ for step in "$@"; do
     scaling) do_scaling ;;
     mpi) do_mpi ;;
     exchange-ab) do_exchange_ab ;;
-    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile example looporder precision scaling mpi exchange-ab)"; exit 2 ;;
+    ncu) do_ncu ;;
+    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile ncu example looporder precision scaling mpi exchange-ab)"; exit 2 ;;
   esac
 done
 exit $status

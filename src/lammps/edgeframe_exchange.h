@@ -34,7 +34,8 @@
    the MPI swaps' rows. EDGEFRAME_EXCHANGE_SELF_SWAPS=lammps keeps the
    self swaps in LAMMPS (roots are the atoms themselves), for comparison.
 
-   EDGEFRAME_EXCHANGE_MPI=direct (staged path, comm_style brick): the
+   Direct MPI (the default on the staged path with comm_style brick;
+   EDGEFRAME_EXCHANGE_MPI=lammps goes through LAMMPS' swaps instead): the
    exchange makes the MPI swaps itself instead of through LAMMPS' pack and
    unpack. A second trace (reverse) tells each rank where its swaps send;
    then, swap by swap in LAMMPS' order, the rows a swap sends are gathered
@@ -74,9 +75,10 @@ namespace edgeframe_glue {
     // OpenMP threads of the large host row loops (EDGEFRAME_EXCHANGE_THREADS; 1 without OpenMP).
     static int host_threads();
 
-    // Before each force call: this step's nodes (nullptr on a rank without nodes), the LAMMPS
-    // atom counts nlocal and nall = nlocal + nghost, the row width D * C and the rows' element
-    // type.
+    // After each neighbour-list build (LAMMPS' swap lists and ghosts change only then): the
+    // nodes (nullptr on a rank without nodes), the LAMMPS atom counts nlocal and nall = nlocal +
+    // nghost, the row width D * C and the rows' element type. A collective (it traces the swaps):
+    // every rank binds at the same force calls.
     void bind(const NodeMap *nodes, int nlocal, int nall, int width, edgeframe::RowType type);
 
     void forward(const edgeframe::NodeRows &h) override;
@@ -106,7 +108,7 @@ namespace edgeframe_glue {
     bool staged() const { return m_staged; }    // rows reordered on the device, staged through pinned memory
     bool skips_self_swaps() const { return m_skip_self; }    // see the file comment (the setting)
     bool skipped_self_swaps() const { return m_traced; }     // ... and the last force call did
-    bool direct_mpi() const { return m_want_direct; }        // EDGEFRAME_EXCHANGE_MPI=direct
+    bool direct_mpi() const { return m_want_direct; }        // EDGEFRAME_EXCHANGE_MPI (file comment)
     bool made_direct_swaps() const { return m_direct; }      // ... and the last force call used it
 
     // Where the exchange's time goes (pair_style ... timing detail), seconds summed over calls:
@@ -123,6 +125,7 @@ namespace edgeframe_glue {
       double host_pack = 0.0;
       double host_rows = 0.0;    // rows the host pack / unpack callbacks moved
       double traces = 0.0;       // bind()'s traces and swap lists (inside "graph build")
+      double binds = 0.0;        // bind() calls (the pair binds at neighbour-list builds only)
     };
     // Starts a new split (LAMMPS calls init_style once per run: the split is per run, like the
     // other timing lines).
@@ -186,7 +189,7 @@ namespace edgeframe_glue {
       int target_begin = 0, n_targets = 0;             // reverse: m_rev_targets[target_begin ..)
     };
     MPI_Comm m_world;
-    bool m_want_direct = false;           // EDGEFRAME_EXCHANGE_MPI=direct
+    bool m_want_direct = false;           // EDGEFRAME_EXCHANGE_MPI direct or unset (with self swaps skipped)
     bool m_direct = false;                // this force call: staged, brick, traced
     std::vector<Swap> m_swaps;
     // From the traces: per forward pack call its atoms and list pointer, per unpack call its

@@ -286,7 +286,7 @@ void PairEdgeframe::init_style()
                        : (m_feature_exchange->staged()
                               ? (m_feature_exchange->direct_mpi() && comm->style == Comm::BRICK
                                      ? " (node rows reordered on the device, staged through pinned host memory; "
-                                       "MPI swaps made directly, EDGEFRAME_EXCHANGE_MPI=direct)"
+                                       "MPI swaps made directly)"
                                      : " (node rows reordered on the device, staged through pinned host memory)")
                               : ""));
 }
@@ -448,10 +448,14 @@ void PairEdgeframe::compute(int eflag, int vflag)
   m_calls++;
 
   double t0 = platform::walltime();
-  if (m_need_node_map || neighbor->ago == 0) rebuild_graph();
+  // Ghosts and LAMMPS' swap lists change only where the neighbour lists are built (Comm::borders
+  // comes right before; neighbor->ago is the same on every rank).
+  const bool rebuilt = m_need_node_map || neighbor->ago == 0;
+  if (rebuilt) rebuild_graph();
   m_sum_ghosts += atom->nghost;
-  // bind() traces the swaps (collectives): an error there must stop every rank cleanly.
-  if (m_exchange)
+  // bind() traces the swaps (collectives): an error there must stop every rank cleanly. Between
+  // builds the traces, roots and swap lists stay valid.
+  if (m_exchange && rebuilt)
     call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe (exchange setup)", [&] {
       m_feature_exchange->bind(&m_nodes, atom->nlocal, atom->nlocal + atom->nghost, m_exchange_width, m_exchange_type);
     });
@@ -579,9 +583,9 @@ void PairEdgeframe::unpack_reverse_comm(int n, int *list, double *buf)
 void PairEdgeframe::reduce_exchange_split()
 {
   const auto &x = m_feature_exchange->split();
-  double v[7] = {x.reorder, x.bus, x.comm, x.bus_bytes, x.host_pack, x.host_rows, x.traces};
-  MPI_Allreduce(v, m_split_sum, 7, MPI_DOUBLE, MPI_SUM, world);
-  MPI_Allreduce(v, m_split_max, 7, MPI_DOUBLE, MPI_MAX, world);
+  double v[8] = {x.reorder, x.bus, x.comm, x.bus_bytes, x.host_pack, x.host_rows, x.traces, x.binds};
+  MPI_Allreduce(v, m_split_sum, 8, MPI_DOUBLE, MPI_SUM, world);
+  MPI_Allreduce(v, m_split_max, 8, MPI_DOUBLE, MPI_MAX, world);
 }
 
 void PairEdgeframe::print_exchange_split()
@@ -592,7 +596,7 @@ void PairEdgeframe::print_exchange_split()
                  "{:.4g} / {:.4g} | device <-> pinned host copies {:.4g} / {:.4g} ({:.3g} GB per rank) | {} "
                  "{:.4g} / {:.4g}, of which host pack + unpack {:.4g} / {:.4g} ({:.0f} "
                  "rows per rank and exchange; swaps to the same rank {}) | traces of the swaps (in graph build) "
-                 "{:.4g} / {:.4g}\n",
+                 "{:.4g} / {:.4g} ({:.0f} traced neighbour-list builds)\n",
                  m_feature_exchange->split_calls(), m_split_sum[0] / p, m_split_max[0], m_split_sum[1] / p, m_split_max[1],
                  m_split_sum[3] / p / 1e9,
                  m_feature_exchange->made_direct_swaps() ? "direct MPI swaps (MPI, waiting)"
@@ -602,7 +606,7 @@ void PairEdgeframe::print_exchange_split()
                  m_feature_exchange->device_comm()          ? "done by LAMMPS-KOKKOS on the device"
                  : m_feature_exchange->skipped_self_swaps() ? "skipped"
                                                             : "by LAMMPS",
-                 m_split_sum[6] / p, m_split_max[6]);
+                 m_split_sum[6] / p, m_split_max[6], m_split_max[7]);
 }
 
 void PairEdgeframe::finish()

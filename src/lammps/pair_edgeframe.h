@@ -77,7 +77,7 @@ class PairEdgeframe : public Pair {
   double m_time_graph = 0.0, m_time_engine = 0.0, m_time_copy = 0.0;    // seconds, this rank
   bigint m_calls = 0;
   edgeframe::StepTimes m_times;       // timing detail: the engine's fenced split, this rank
-  double m_split_sum[7] = {}, m_split_max[7] = {};   // timing detail: exchange split over ranks
+  double m_split_sum[8] = {}, m_split_max[8] = {};   // timing detail: exchange split over ranks
   void reduce_exchange_split();       // collective, from finish()
   void print_exchange_split();        // rank 0, after reduce_exchange_split()
   // Per-call sums for the end-of-run graph line: LAMMPS ghosts, nodes, ghost nodes, edges.

@@ -75,17 +75,21 @@ def test_exchange_matches_reference_and_shell(lammps, tmp_path, small_model, nam
 
 
 @pytest.mark.parametrize("path_kind,grid,odd", [("direct", "4 1 1", False), ("staged", "2 2 1", False),
-                                               ("staged-threaded", "2 2 1", False), ("direct", "4 1 1", True),
-                                               ("staged", "2 2 1", True)])
+                                               ("staged-lammps-threaded", "2 2 1", False), ("direct", "4 1 1", True),
+                                               ("staged", "2 2 1", True), ("staged-lammps", "2 2 1", True)])
 def test_exchange_fp32_matches_reference(lammps, tmp_path, small_model, odd_width_model, monkeypatch, path_kind, grid,
                                          odd):
     # Float features travel as their bytes, two per slot of LAMMPS' double buffers, and float
     # gradients are summed onto their owners in float: 4 ranks, so most rows cross a rank.
-    # staged: the CUDA builds' path (float kernels over a stage of doubles' bytes); threaded:
-    # every host row loop of the exchange on two OpenMP threads (by default only loops moving
-    # 4 MiB or more are, which no test box reaches).
+    # "direct" here is the host path (rows copied straight into LAMMPS' buffers); staged: the CUDA
+    # builds' path (float kernels over a stage of doubles' bytes; its own MPI swaps by default,
+    # -lammps: LAMMPS' swaps from the pinned stage); threaded: every host row loop of the
+    # exchange on two OpenMP threads (by default only loops moving 4 MiB or more are, which no
+    # test box reaches).
     if path_kind.startswith("staged"):
         monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    if "-lammps" in path_kind:
+        monkeypatch.setenv("EDGEFRAME_EXCHANGE_MPI", "lammps")
     if path_kind.endswith("threaded"):
         monkeypatch.setenv("EDGEFRAME_EXCHANGE_THREADS", "2")
         monkeypatch.setenv("EDGEFRAME_EXCHANGE_PARALLEL_BYTES", "0")
@@ -98,13 +102,13 @@ def test_exchange_fp32_matches_reference(lammps, tmp_path, small_model, odd_widt
     check_fp32_against_reference(model, atoms, q, thermo, dump)
 
 
-def md_40_steps(lammps, tmp_path, model_path, atoms, grid, style_args):
-    """40 steps of NVE at 1500 K on 4 ranks with neighbour-list rebuilds every step (atoms move
-    between subdomains, ghosts and swap lists change): the log and its thermo table."""
+def md_40_steps(lammps, tmp_path, model_path, atoms, grid, style_args, every=1):
+    """40 steps of NVE at 1500 K on 4 ranks with neighbour-list rebuilds every `every` steps
+    (atoms move between subdomains, ghosts and swap lists change): the log and its thermo table."""
     script = setup(tmp_path, atoms, model_path, pre=f"processors {grid}").replace(
-        "precision fp64", f"precision fp64{style_args}") + """
+        "precision fp64", f"precision fp64{style_args}") + f"""
 neighbor 0.3 bin
-neigh_modify every 1 delay 0 check no
+neigh_modify every {every} delay 0 check no
 velocity all create 1500 4928459 mom yes rot yes dist gaussian
 timestep 0.0005
 fix 1 all nve
@@ -169,11 +173,16 @@ def test_exchange_with_null_types_on_several_ranks(lammps, tmp_path, small_model
     assert close(forces, expect)
 
 
-@pytest.mark.parametrize("mode", ["exchange", "exchange-staged", "shell"])
+@pytest.mark.parametrize("mode", ["exchange", "exchange-staged", "exchange-staged-lammps", "shell"])
 def test_timing_detail_prints_the_split(lammps, tmp_path, small_model, monkeypatch, mode):
-    if mode == "exchange-staged":
+    # exchange-staged: the CUDA builds' path, its own MPI swaps (the default there); -lammps:
+    # LAMMPS' swaps from the pinned stage.
+    if mode.startswith("exchange-staged"):
         monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
-    staged = mode == "exchange-staged" or (ON_GPU and mode == "exchange")
+    if mode.endswith("-lammps"):
+        monkeypatch.setenv("EDGEFRAME_EXCHANGE_MPI", "lammps")
+    staged = mode.startswith("exchange-staged") or (ON_GPU and mode == "exchange")
+    direct = staged and not mode.endswith("-lammps")
     _, path = small_model
     atoms, boundary = structure("diamond64")
     # Two runs: every timing line, the exchange split included, is per run, so the second one
@@ -195,17 +204,20 @@ def test_timing_detail_prints_the_split(lammps, tmp_path, small_model, monkeypat
         layers = 3    # small_model
         assert f"; {2 * (layers - 1)} exchanges on rank 0)" in split[0], split[0]
         num = r"([\d.e+-]+)"
+        comm_part = r"direct MPI swaps \(MPI, waiting\)" if direct else r"LAMMPS communication \(pack, MPI, unpack\)"
         m = re.search(rf"reordering rows {num} / {num} \| device <-> pinned host copies {num} / {num} \({num} GB per "
-                      rf"rank\) \| LAMMPS communication \(pack, MPI, unpack\) {num} / {num}, of which host pack \+ "
-                      rf"unpack {num} / {num}", split[0])
+                      rf"rank\) \| {comm_part} {num} / {num}, of which host pack \+ unpack {num} / {num}.* \| traces of "
+                      rf"the swaps \(in graph build\) {num} / {num} \((\d+) traced neighbour-list builds\)", split[0])
         assert m, split[0]
         reorder, bus, gb, comm = float(m.group(1)), float(m.group(3)), float(m.group(5)), float(m.group(6))
         host_pack = float(m.group(8))
         assert reorder > 0 and comm > 0, split[0]
-        # Both paths here pack on the host (the staged one from the pinned stage): a part of comm.
-        assert 0 < host_pack <= comm, split[0]
+        # LAMMPS' swaps pack on the host (the staged path from the pinned stage): a part of comm.
+        # Direct MPI has no host pack at all.
+        assert (0 < host_pack <= comm) if not direct else host_pack == 0, split[0]
         assert (bus > 0 and gb > 0) == staged, split[0]
         assert reorder + bus + comm <= exchange_time * 1.05, (split[0], line)
+        assert int(m.group(12)) == 1, split[0]    # run 0: one neighbour-list build, one trace
 
 
 def split_line(output):
@@ -234,6 +246,7 @@ def test_swaps_to_the_same_rank_stay_off_the_host(lammps, tmp_path, small_model,
     atoms, boundary = structure("diamond64")
     if staged or ON_GPU:
         monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    monkeypatch.setenv("EDGEFRAME_EXCHANGE_MPI", "lammps")    # the host rows counted are LAMMPS' swaps'
     runs = {}
     for self_swaps in ("skip", "lammps"):
         monkeypatch.setenv("EDGEFRAME_EXCHANGE_SELF_SWAPS", self_swaps)
@@ -349,7 +362,7 @@ def test_recomputed_activations_match_the_reference(lammps, tmp_path, small_mode
     check_against_reference(expected(model, atoms, q), thermo, dump)
 
 
-DIRECT = "MPI swaps made directly, EDGEFRAME_EXCHANGE_MPI=direct"
+DIRECT = "MPI swaps made directly)"
 
 
 @pytest.mark.parametrize("name,nprocs,grid,precision", [
@@ -411,6 +424,23 @@ def test_direct_mpi_exchange_md_with_migration_equals_lammps_swaps(lammps, tmp_p
     assert close(rows["direct"], rows["lammps"], rel=1e-9)
 
 
+def test_swaps_are_traced_at_neighbour_list_builds_only(lammps, tmp_path, small_model, monkeypatch):
+    # Ghosts and swap lists change only where LAMMPS builds its neighbour lists, so the exchange
+    # traces the swaps there and reuses the traces in between: 40 MD steps with builds every 5
+    # steps give the shell mode's trajectory (which has no traces) with 9 traces (setup + 8).
+    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    _, path = small_model
+    atoms, _ = structure("diamond64")
+    output, rows = md_40_steps(lammps, tmp_path, path, atoms, "2 2 1", " ghost_mode exchange timing detail", every=5)
+    _, shell = md_40_steps(lammps, tmp_path, path, atoms, "2 2 1", " ghost_mode shell", every=5)
+    assert DIRECT in output, output[-1500:]
+    builds = int(re.search(r"Neighbor list builds = (\d+)", output).group(1))
+    traced = int(re.search(r"\((\d+) traced neighbour-list builds\)", split_line(output)).group(1))
+    assert builds == 8 and traced == builds + 1, (builds, split_line(output))
+    assert rows.shape == shell.shape == (5, 5)
+    assert close(rows, shell, rel=1e-9)
+
+
 def bus_gigabytes(output):
     split = split_line(output)
     return float(re.search(r"device <-> pinned host copies [\d.e+-]+ / [\d.e+-]+ \(([\d.e+-]+) GB per rank\)",
@@ -462,8 +492,8 @@ def test_bad_direct_mpi_settings_are_errors(lammps, tmp_path, small_model, monke
     write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
     script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp64 ghost_mode exchange fold_images no", model=path,
                                  elements="C Cu", nktv2p=METAL_NKTV2P, pre="", extra="")
-    for env, text in (({"EDGEFRAME_EXCHANGE_MPI": "nccl"}, "EDGEFRAME_EXCHANGE_MPI must be 'lammps' (the default) or "
-                                                             "'direct', not 'nccl'"),
+    for env, text in (({"EDGEFRAME_EXCHANGE_MPI": "nccl"}, "EDGEFRAME_EXCHANGE_MPI must be 'direct' (the default where "
+                                                             "rows are staged) or 'lammps', not 'nccl'"),
                       ({"EDGEFRAME_EXCHANGE_MPI": "direct", "EDGEFRAME_EXCHANGE_SELF_SWAPS": "lammps"},
                        "EDGEFRAME_EXCHANGE_MPI=direct needs the self swaps skipped")):
         for k, v in env.items():
