@@ -19,7 +19,8 @@ namespace edgeframe::kk {
 struct TagBackwardEdge {};
 struct TagBackwardEdgeLanes {};
 struct TagBackwardNode {};
-struct TagBackwardNodeLanes {};
+template <int V>
+struct TagBackwardNodeLanes {};  // V channels per thread (kernel_common.hpp node_channel_block)
 
 // Loop order (all passes): band entries outer, channels inner and contiguous, accumulating
 // into the output row this team owns, so the channel loop vectorises on CPUs and coalesces on
@@ -202,26 +203,30 @@ struct EdgeFramePack {
   }
 
   // The node pass in the lanes order: one thread per output element (node a, row (l, m'),
-  // channel c), accumulating in a register over the same edges in the same order (sender
-  // grouping, then receiver CSR) and, per edge, over m: the rows order's products and order
-  // per element, without the read-modify-write of the output row in memory and with D C times
-  // more threads (rows: one team per node, 21 % of copy bandwidth on the H200). Index 64-bit.
-  KOKKOS_INLINE_FUNCTION void operator()(TagBackwardNodeLanes, std::int64_t i) const {
-    const auto [a, row, l, mp, c] = node_element(i, lmax, channels);
-    const int C = channels, k = band_k(l, mmax), off = band_offset(l, mmax);
+  // channel c; or V consecutive channels c0 .. c0 + V - 1), accumulating in registers over the
+  // same edges in the same order (sender grouping, then receiver CSR) and, per edge, over m: the
+  // rows order's products and order per element, without the read-modify-write of the output
+  // row in memory and with D C / V times more threads (rows: one team per node, 21 % of copy
+  // bandwidth on the H200). Index 64-bit.
+  template <int V>
+  KOKKOS_INLINE_FUNCTION void operator()(TagBackwardNodeLanes<V>, std::int64_t i) const {
+    const auto [a, row, l, mp, cb] = node_element(i, lmax, channels / V);
+    const int C = channels, c0 = cb * V, k = band_k(l, mmax), off = band_offset(l, mmax);
     const int n_send = send_offsets(a + 1) - send_offsets(a);
     const int n_recv = recv_offsets(a + 1) - recv_offsets(a);
-    Real acc = Real(0);
+    Real acc[V];
+    for (int v = 0; v < V; ++v) acc[v] = Real(0);
     for (int q = 0; q < n_send + n_recv; ++q) {
       const bool sender = q < n_send;
       const int e = sender ? send_edges(send_offsets(a) + q) : recv_offsets(a) + (q - n_send);
       const int half = sender ? 0 : C;
       for (int m = -k; m <= k; ++m) {
         const Real d = band(e, off + (m + k) * (2 * l + 1) + mp + l);
-        acc += d * grad_rot(e, packed_row(l, m, lmax), half + c);
+        const Real* KOKKOS_RESTRICT rr = &grad_rot(e, packed_row(l, m, lmax), half + c0);
+        for (int v = 0; v < V; ++v) acc[v] += d * rr[v];
       }
     }
-    grad_n(a, row, c) = acc;
+    for (int v = 0; v < V; ++v) grad_n(a, row, c0 + v) = acc[v];
   }
 };
 
@@ -255,8 +260,12 @@ void edge_frame_pack_backward_node(const Exec& exec, const EdgeFramePack<Exec, R
     Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node", team_policy<Exec, TagBackwardNode>(exec, n_nodes), f);
     return;
   }
-  Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node",
-                       node_element_range<Exec, TagBackwardNodeLanes>(exec, n_nodes, f.lmax, f.channels), f);
+  if (node_channel_block(order, f.channels) == 4)
+    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node",
+                         node_element_range<Exec, TagBackwardNodeLanes<4>>(exec, n_nodes, f.lmax, f.channels / 4), f);
+  else
+    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node",
+                         node_element_range<Exec, TagBackwardNodeLanes<1>>(exec, n_nodes, f.lmax, f.channels), f);
 }
 
 template <class Exec, class Real>

@@ -53,7 +53,16 @@ Kokkos::TeamPolicy<Exec, Tag> team_policy(const Exec& exec, int league) {
 //   lanes: several edges per team, one edge per thread, channels over that thread's vector
 //          lanes, dot products as vector reductions (warp shuffles on a GPU, no block-wide
 //          barriers). The GPU's default since 2026-11-30 (doc/gpu-notes.md); to be measured.
-enum class LoopOrder { rows, lanes };
+// lanes4: lanes, and the two node passes (unrotate forward, pack backward-node) give each thread
+// 4 consecutive channels of its output row (channels % 4 == 0; else 1): the index arithmetic,
+// band loads and edge loop are shared by 4 outputs. ncu (doc/gpu-notes.md) showed those passes
+// issue-bound (0.68 warp instructions per cycle per scheduler) at 8 % of DRAM bandwidth. Each
+// output keeps its products and their order, so lanes4 equals lanes bit for bit on the host.
+enum class LoopOrder { rows, lanes, lanes4 };
+// Channels per thread of the node passes in this order for this channel count.
+inline int node_channel_block(LoopOrder order, int channels) {
+  return order == LoopOrder::lanes4 && channels % 4 == 0 ? 4 : 1;
+}
 template <class Exec>
 constexpr LoopOrder default_loop_order() {
   return std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace> ? LoopOrder::rows : LoopOrder::lanes;

@@ -24,9 +24,10 @@
 #        warp stall reasons of one L2 step's Kokkos kernels into $OUT/ncu.log.xz.
 # Run it from a script file, never as `bash /dev/stdin <<EOF` (doc/gpu-notes.md).
 # example: examples/gpu/in.diamond-gpu into $OUT/log.diamond-gpu.
-# looporder: the two loop orders of the backward kernels (EDGEFRAME_LOOP_ORDER=rows|lanes,
-#        doc/engine.md "Loop orders") side by side: per-kernel split of L2 and L3 at 512 atoms in
-#        fp32, and the fp64 forces of both orders compared, into $OUT/looporder.log.
+# looporder: the loop orders of the edge-frame kernels (EDGEFRAME_LOOP_ORDER, LOOP_ORDERS: default
+#        rows lanes lanes4; doc/engine.md "Loop orders") side by side: per-kernel split of L2 and
+#        L3 at 512 atoms in fp32 and L2 in tf32, and the fp64 forces of each order against rows,
+#        into $OUT/looporder.log.
 # precision: the shipped carbon potential on the 4096-atom box in fp64, fp32 and tf32 (forces of
 #        one configuration compared with fp64; bench/in.forces_dump), then NVE in fp32 and tf32
 #        (examples/gpu, PRECISION_STEPS steps), into $OUT/precision.log.
@@ -160,11 +161,12 @@ do_ncu() {
 }
 
 do_looporder() {
-  echo "== looporder: rows vs lanes (bench/edgeframe_bench, 512 atoms)"
+  local orders=${LOOP_ORDERS:-rows lanes lanes4}
+  echo "== looporder: $orders (bench/edgeframe_bench, 512 atoms)"
   local bench=$build/bench/edgeframe_bench order shape
   {
     for shape in L2 L3; do
-      for order in rows lanes; do
+      for order in $orders; do
         echo "-- $shape, EDGEFRAME_LOOP_ORDER=$order, fp32"
         EDGEFRAME_LOOP_ORDER=$order "$bench" --shape "$shape" --cells 4 --reps 10 --precision fp32 > /tmp/looporder.out || status=1
         grep -E "step|edgeframe::(edge_frame_pack_backward|unrotate)|LibTorch" /tmp/looporder.out
@@ -172,7 +174,16 @@ do_looporder() {
           --forces-out "/tmp/forces-$order" > /tmp/looporder.out || status=1
         grep -E "^  step \(" /tmp/looporder.out
       done
-      "$EDGEFRAME_PYTHON" -c "import numpy as np, sys; r, l = (np.fromfile(f'/tmp/forces-{o}.$shape.4') for o in ('rows', 'lanes')); print('$shape fp64 forces, lanes vs rows: max |dF| %.3e of max |F| %.3e' % (abs(r - l).max(), abs(r).max()))"
+      for order in $orders; do
+        [[ $order == rows ]] && continue
+        "$EDGEFRAME_PYTHON" -c "import numpy as np, sys; r, l = (np.fromfile(f'/tmp/forces-{o}.$shape.4') for o in ('rows', '$order')); print('$shape fp64 forces, $order vs rows: max |dF| %.3e of max |F| %.3e' % (abs(r - l).max(), abs(r).max()))"
+      done
+    done
+    for order in $orders; do
+      [[ $order == rows ]] && continue
+      echo "-- L2, EDGEFRAME_LOOP_ORDER=$order, tf32"
+      EDGEFRAME_LOOP_ORDER=$order "$bench" --shape L2 --cells 4 --reps 10 --precision tf32 > /tmp/looporder.out || status=1
+      grep -E "step|edgeframe::(edge_frame_pack_backward|unrotate)|LibTorch" /tmp/looporder.out
     done
   } > "$OUT/looporder.log" 2>&1 || status=1
   cat "$OUT/looporder.log"

@@ -57,7 +57,8 @@ kk::LoopOrder loop_order_from_env() {
   const std::string s = v;
   if (s == "rows") return kk::LoopOrder::rows;
   if (s == "lanes") return kk::LoopOrder::lanes;
-  throw InputError("EDGEFRAME_LOOP_ORDER='" + s + "' (valid: rows, lanes)");
+  if (s == "lanes4") return kk::LoopOrder::lanes4;
+  throw InputError("EDGEFRAME_LOOP_ORDER='" + s + "' (valid: rows, lanes, lanes4)");
 }
 
 // cuBLAS TF32 for the GEMMs of one compute() call (tf32 mode), restored afterwards: the switch

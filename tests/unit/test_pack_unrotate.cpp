@@ -218,7 +218,7 @@ Outputs run_kernels(const HostCase& h, const std::vector<double>& n, const std::
   return {down(u), down(grad_n), down(gbp), down(grad_g), down(agg), down(grad_w), down(gbu), down(genv)};
 }
 
-const Shape kShapes[] = {{2, 1, 5}, {3, 1, 4}, {2, 2, 3}, {4, 2, 6}};
+const Shape kShapes[] = {{2, 1, 5}, {3, 1, 4}, {2, 2, 3}, {4, 2, 6}, {2, 1, 8}};  // C % 4 == 0 for lanes4
 constexpr double kScale = 1.0 / 7.5;  // 1 / avg_neighbors
 
 template <class Exec>
@@ -300,6 +300,27 @@ TYPED_TEST(PackUnrotateTest, LanesLoopOrderMatchesRowsLoopOrder) {
       EXPECT_EQ(rows.grad_g, lanes.grad_g);
       EXPECT_EQ(rows.grad_n, lanes.grad_n);
       EXPECT_EQ(rows.agg, lanes.agg);
+    }
+  }
+}
+
+TYPED_TEST(PackUnrotateTest, Lanes4NodePassesMatchLanes) {
+  // lanes4: the node passes with 4 channels per thread (channels % 4 == 0, else 1, as in the
+  // odd shapes here). Every output keeps its products and their order: equal to lanes bit for
+  // bit on the host; on a device to rounding (FMA contraction is the compiler's).
+  for (const Shape& s : kShapes) {
+    const auto h = make_case(s, 43);
+    const auto lanes = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::lanes);
+    const auto lanes4 = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::lanes4);
+    EXPECT_EQ(kk::node_channel_block(kk::LoopOrder::lanes4, s.channels), s.channels % 4 == 0 ? 4 : 1);
+    for (auto [a, b, what] : {std::tuple{&lanes.grad_n, &lanes4.grad_n, "grad_n"}, {&lanes.agg, &lanes4.agg, "agg"},
+                              {&lanes.grad_w, &lanes4.grad_w, "grad_w"}, {&lanes.grad_g, &lanes4.grad_g, "grad_g"}}) {
+      const double sc = max_abs(*a);
+      ASSERT_GT(sc, 0.0) << what;
+      if constexpr (std::is_same_v<typename TypeParam::memory_space, Kokkos::HostSpace>)
+        EXPECT_EQ(*a, *b) << what << " C " << s.channels;
+      else
+        for (size_t i = 0; i < a->size(); ++i) ASSERT_NEAR((*a)[i], (*b)[i], kLoopRelTol * sc) << what << " " << i;
     }
   }
 }
