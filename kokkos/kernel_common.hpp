@@ -65,7 +65,9 @@ inline int node_channel_block(LoopOrder order, int channels) {
 }
 template <class Exec>
 constexpr LoopOrder default_loop_order() {
-  return std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace> ? LoopOrder::rows : LoopOrder::lanes;
+  // Devices: lanes4 (measured on the H200, 2026-11-30f: L2 tf32 step 25.9 -> 22.6 ms, L3 fp32
+  // 110.4 -> 100.6 ms against lanes, doc/benchmarks.md "Sixth run").
+  return std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace> ? LoopOrder::rows : LoopOrder::lanes4;
 }
 // lanes: edges per team and vector length (a warp on a GPU; 1 on the host, where the variant
 // runs only to be tested).

@@ -105,7 +105,7 @@ struct Evaluator::Impl {
     std::vector<kk::Graph<Exec>> graphs;
     long builds = 0;
   } chunk_cache;
-  // Loop order of the per-edge backward kernels (kernel_common.hpp); EDGEFRAME_LOOP_ORDER=rows|lanes
+  // Loop order of the edge-frame kernels (kernel_common.hpp); EDGEFRAME_LOOP_ORDER=rows|lanes|lanes4
   // overrides the backend's default, so that one benchmark run can time both side by side.
   kk::LoopOrder loop_order = loop_order_from_env();
   torch::Dtype dtype;

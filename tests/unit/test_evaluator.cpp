@@ -358,15 +358,15 @@ TEST(Evaluator, RecomputedEdgePartsGiveTheSameResults) {
   }
 }
 
-TEST(Evaluator, BothLoopOrdersGiveTheSameResults) {
-  // EDGEFRAME_LOOP_ORDER picks the per-edge backward kernels' loop order (kernel_common.hpp):
-  // rows (the host default) and lanes (the GPU default) give the same model to rounding, and a
+TEST(Evaluator, AllLoopOrdersGiveTheSameResults) {
+  // EDGEFRAME_LOOP_ORDER picks the edge-frame kernels' loop order (kernel_common.hpp): rows (the
+  // host default), lanes and lanes4 (the GPU default) give the same model to rounding, and a
   // wrong value is refused by name.
   const Golden g = load_golden("triclinic_ccu16_L3m2");
   const auto pot = read_potential(g.model_file);
   const auto d = upload(g, g.x);
   std::vector<HostResult> out;
-  for (const char* order : {"rows", "lanes"}) {
+  for (const char* order : {"rows", "lanes", "lanes4"}) {
     setenv("EDGEFRAME_LOOP_ORDER", order, 1);
     Evaluator ev(pot, {Precision::fp64});
     out.push_back(run(ev, d));
@@ -374,9 +374,11 @@ TEST(Evaluator, BothLoopOrdersGiveTheSameResults) {
   setenv("EDGEFRAME_LOOP_ORDER", "sideways", 1);
   EXPECT_THROW(Evaluator(pot, {Precision::fp64}), InputError);
   unsetenv("EDGEFRAME_LOOP_ORDER");
-  EXPECT_NEAR(out[1].energy, out[0].energy, 1e-14 * std::fabs(out[0].energy));
-  EXPECT_LT(rel_err(out[1].forces, out[0].forces), 1e-13);
-  EXPECT_LT(rel_err(out[1].atom_virial, out[0].atom_virial), 1e-13);
+  for (std::size_t k = 1; k < out.size(); ++k) {
+    EXPECT_NEAR(out[k].energy, out[0].energy, 1e-14 * std::fabs(out[0].energy)) << k;
+    EXPECT_LT(rel_err(out[k].forces, out[0].forces), 1e-13) << k;
+    EXPECT_LT(rel_err(out[k].atom_virial, out[0].atom_virial), 1e-13) << k;
+  }
 }
 
 TEST(Evaluator, PoisonedScratchChangesNothing) {
