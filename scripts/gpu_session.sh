@@ -15,7 +15,8 @@
 #        LAMMPS_TESTS picks a subset (pytest node ids; LAMMPS_TEST_K a pytest -k expression,
 #        LAMMPS_TEST_ARGS more pytest options, split at spaces): on the GPU each lmp start loads the
 #        CUDA libraries of torch and Kokkos, which makes the whole suite slow there.
-# gate:  tools/gate.py (GATE_ARGS, GATE_BUDGET) into $OUT/gate.
+# gate:  tools/gate.py (GATE_ARGS, GATE_BUDGET) into $OUT/gate (GATE_OUT: another name, for a
+#        second gate in one call).
 # profile: bench/edgeframe_bench's per-kernel split (fenced around each kernel) and compulsory
 #        bytes / FLOPs per kernel, then GPU time per kernel family and the heaviest torch and
 #        Kokkos kernels (--torch-profile), L2 and L3 at 512 atoms in fp32 and L2 in tf32, into
@@ -127,8 +128,8 @@ do_gate() {
   echo "== gate: tools/gate.py"
   # shellcheck disable=SC2086
   "$EDGEFRAME_PYTHON" tools/gate.py --bench "$build/bench/edgeframe_bench" --lmp "$(command -v lmp)" \
-    --plugin "$build/src/lammps/edgeframeplugin.so" --out "$OUT/gate" --budget "${GATE_BUDGET:-300}" \
-    ${GATE_ARGS:-} 2>&1 | tee "$OUT/gate.log" || status=1
+    --plugin "$build/src/lammps/edgeframeplugin.so" --out "$OUT/${GATE_OUT:-gate}" --budget "${GATE_BUDGET:-300}" \
+    ${GATE_ARGS:-} 2>&1 | tee "$OUT/${GATE_OUT:-gate}.log" || status=1
 }
 
 do_profile() {
@@ -225,6 +226,26 @@ do_example() {
   grep -E "^Loop time|Performance|ERROR|edgeframe timing" "$OUT/log.diamond-gpu"
 }
 
+# benchab: the carried build's bench (OLD_BENCH, copied before `build` replaced it) against the
+# new one, same call, same cases: L2 tf32 and L3 fp32 at 512 atoms (per-kernel split), and the
+# new one with EDGEFRAME_LOOP_ORDER=lanes too, into $OUT/benchab.log.
+do_benchab() {
+  local new=$build/bench/edgeframe_bench shape precision
+  echo "== benchab: $OLD_BENCH (carried build) vs $new"
+  {
+    for shape_precision in L2:tf32 L3:fp32 L2:fp32; do
+      shape=${shape_precision%%:*} precision=${shape_precision##*:}
+      echo "-- $shape $precision, old build"
+      "${OLD_BENCH:?}" --shape "$shape" --cells 4 --reps 10 --precision "$precision" | grep -E "^  step|^  edgeframe::|LibTorch"
+      echo "-- $shape $precision, new build, EDGEFRAME_LOOP_ORDER=lanes"
+      EDGEFRAME_LOOP_ORDER=lanes "$new" --shape "$shape" --cells 4 --reps 10 --precision "$precision" | grep -E "^  step|^  edgeframe::|LibTorch"
+      echo "-- $shape $precision, new build, default order"
+      "$new" --shape "$shape" --cells 4 --reps 10 --precision "$precision" | grep -E "^  step|^  edgeframe::|LibTorch"
+    done
+  } > "$OUT/benchab.log" 2>&1 || status=1
+  grep -E "^--|^  step \(" "$OUT/benchab.log"
+}
+
 do_exchange_ab() {
   echo "== exchange-ab: bench/gpu_exchange_ab.sh (needs two GPUs: $(nvidia-smi -L | wc -l) here)"
   # shellcheck disable=SC2086
@@ -279,7 +300,8 @@ for step in "$@"; do
     mpi) do_mpi ;;
     exchange-ab) do_exchange_ab ;;
     ncu) do_ncu ;;
-    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile ncu example looporder precision scaling mpi exchange-ab)"; exit 2 ;;
+    benchab) do_benchab ;;
+    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile ncu benchab example looporder precision scaling mpi exchange-ab)"; exit 2 ;;
   esac
 done
 exit $status

@@ -5,7 +5,12 @@ edgeframe's `timing detail` reports it (the slower rank's time per part).
 
     python3 tools/plot_scaling.py doc/benchmarks/h200_2026-11-30c/scaling.md \
         doc/benchmarks/h200_2026-11-30c/scaling-logs.tar.xz doc/scaling-h200.png
+
+Also reads bench/gpu_exchange_ab.sh's table and logs (variants side by side: cases are named
+"<variant> <case>", e.g. "direct strong-r24-2gpu"; VARIANTS=direct,... keeps only those and the
+1-GPU baselines).
 """
+import os
 import re
 import sys
 import tarfile
@@ -28,6 +33,8 @@ def read_table(path):
     rows = {}
     for line in open(path):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 6 and cells[2].isdigit() and cells[3].isdigit():    # exchange-ab: variant first
+            cells = [f"{cells[0]} {cells[1]}"] + cells[2:]
         if len(cells) >= 5 and cells[1].isdigit() and cells[2].isdigit():
             try:
                 rows[cells[0]] = (int(cells[1]), int(cells[2]), float(cells[3]), float(cells[4]))
@@ -41,9 +48,11 @@ def read_splits(tarball):
     splits = {}
     with tarfile.open(tarball) as tar:
         for member in tar.getmembers():
-            name = member.name.rsplit("/", 1)[-1]
+            path = member.name.split("/")
+            name = path[-1]
             if not name.startswith("log.") or name.endswith(".stdout"):
                 continue
+            variant = path[-2] if len(path) >= 3 and path[-3] == "exchange-ab" else None
             text = tar.extractfile(member).read().decode()
             calls = re.search(r"edgeframe timing over (\d+) force calls", text)
             detail = re.search(r"edgeframe timing detail \(seconds, mean / max over ranks\): (.*)", text)
@@ -54,13 +63,15 @@ def read_splits(tarball):
                 m = re.match(r"\s*(.*?) ([\d.eE+-]+) / ([\d.eE+-]+)\s*$", item)
                 if m:
                     parts[m.group(1)] = 1e3 * float(m.group(3)) / int(calls.group(1))
-            splits[name[len("log."):]] = parts
+            case = name[len("log."):]
+            splits[case if variant is None else f"{'1 GPU' if variant == 'baseline' else variant} {case}"] = parts
     return splits
 
 
 def main(table_path, tarball, dst):
     table, splits = read_table(table_path), read_splits(tarball)
-    cases = [c for c in table if c in splits]
+    keep = os.environ.get("VARIANTS")
+    cases = [c for c in table if c in splits and (not keep or c.split(" ")[0] in keep.split(",") + ["1"])]
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6))
     labels = [f"{c}\n{table[c][1]} atoms" for c in cases]
     left.bar(range(len(cases)), [table[c][3] for c in cases],
