@@ -257,12 +257,7 @@ void edge_frame_pack_backward_node(const Exec& exec, const EdgeFramePack<Exec, R
     Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node", team_policy<Exec, TagBackwardNode>(exec, n_nodes), f);
     return;
   }
-  if (node_channel_block(order, f.channels) == 4)
-    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node",
-                         node_element_range<Exec, TagBackwardNodeLanes<4>>(exec, n_nodes, f.lmax, f.channels / 4), f);
-  else
-    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node",
-                         node_element_range<Exec, TagBackwardNodeLanes<1>>(exec, n_nodes, f.lmax, f.channels), f);
+  launch_node_lanes<TagBackwardNodeLanes>("edgeframe::edge_frame_pack_backward_node", exec, f, n_nodes, order);
 }
 
 template <class Exec, class Real>

@@ -63,6 +63,15 @@ enum class LoopOrder { rows, lanes, lanes4 };
 inline int node_channel_block(LoopOrder order, int channels) {
   return order == LoopOrder::lanes4 && channels % 4 == 0 ? 4 : 1;
 }
+// Launches a node pass in the lanes orders: one iteration per (node, row, block of V channels),
+// Tag<V> with V = node_channel_block (f: a functor with lmax and channels).
+template <template <int> class Tag, class Exec, class F>
+void launch_node_lanes(const char* label, const Exec& exec, const F& f, int n_nodes, LoopOrder order) {
+  if (node_channel_block(order, f.channels) == 4)
+    Kokkos::parallel_for(label, node_element_range<Exec, Tag<4>>(exec, n_nodes, f.lmax, f.channels / 4), f);
+  else
+    Kokkos::parallel_for(label, node_element_range<Exec, Tag<1>>(exec, n_nodes, f.lmax, f.channels), f);
+}
 template <class Exec>
 constexpr LoopOrder default_loop_order() {
   // Devices: lanes4 (measured on the H200, 2026-11-30f: L2 tf32 step 25.9 -> 22.6 ms, L3 fp32

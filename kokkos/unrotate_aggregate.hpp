@@ -159,12 +159,7 @@ void unrotate_aggregate_forward(const Exec& exec, const UnrotateAggregate<Exec, 
     Kokkos::parallel_for("edgeframe::unrotate_aggregate", team_policy<Exec, TagForward>(exec, n_nodes), f);
     return;
   }
-  if (node_channel_block(order, f.channels) == 4)
-    Kokkos::parallel_for("edgeframe::unrotate_aggregate",
-                         node_element_range<Exec, TagForwardLanes<4>>(exec, n_nodes, f.lmax, f.channels / 4), f);
-  else
-    Kokkos::parallel_for("edgeframe::unrotate_aggregate",
-                         node_element_range<Exec, TagForwardLanes<1>>(exec, n_nodes, f.lmax, f.channels), f);
+  launch_node_lanes<TagForwardLanes>("edgeframe::unrotate_aggregate", exec, f, n_nodes, order);
 }
 
 template <class Exec, class Real>
