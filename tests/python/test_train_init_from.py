@@ -4,6 +4,7 @@ must reproduce the earlier run's validation errors; one with other hyperparamete
 with a message naming them. Tiny model and 4 training frames (about a minute on the CPU)."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -23,9 +24,16 @@ def train(tmp_path, name, *extra):
 def test_init_from_continues_the_earlier_model(tmp_path):
     first, out1 = train(tmp_path, "first")
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
-    again, out2 = train(tmp_path, "again", "--init-from", str(out1 / "best.pt"), "--lr", "1e-12", "--lr-min", "1e-12")
+    # 6 training frames instead of 4: this data's own e0 and avg_neighbors differ, the model's
+    # (the earlier run's) are what the run uses and prints.
+    again, out2 = train(tmp_path, "again", "--init-from", str(out1 / "best.pt"), "--lr", "1e-12", "--lr-min", "1e-12",
+                        "--max-train-frames", "6")
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
     assert "weights from" in again.stdout
+    model_line = re.compile(r"avg_neighbors (\S+), e0 (\{[^}]*\})")
+    assert model_line.search(again.stdout).groups() == model_line.search(first.stdout).groups(), again.stdout[:1500]
+    fitted = re.search(r"\(this data's: avg_neighbors \S+, e0 (\{[^}]*\})\)", again.stdout)
+    assert fitted and fitted.group(1) != model_line.search(first.stdout).group(2), again.stdout[:1500]
     v1 = json.loads((out1 / "metrics.json").read_text())["val"]
     v2 = json.loads((out2 / "metrics.json").read_text())["val"]
     for key in ("energy_rmse_meV_atom", "force_rmse_meV_A", "virial_rmse_meV_atom"):

@@ -319,8 +319,10 @@ def main(argv=None):
     for g in (train, val, test):
         g.to(device)
     n_params = sum(p.numel() for p in model.parameters())
+    # The model's own avg_neighbors and e0 (with --init-from the earlier run's, not this data's).
+    fitted = f" (this data's: avg_neighbors {avg_nb}, e0 {e0})" if init_state is not None else ""
     print(f"[{args.element}] device {device}, {args.dtype}, {n_params} parameters, "
-          f"r_cut {cfg.r_cut} A, avg_neighbors {avg_nb}, e0 {e0}", flush=True)
+          f"r_cut {cfg.r_cut} A, avg_neighbors {cfg.avg_neighbors}, e0 {cfg.e0}{fitted}", flush=True)
     print(f"[{args.element}] frames train {train.n_frames} val {val.n_frames} "
           f"test {test.n_frames}; atoms train {int(train.n_atoms.sum())}", flush=True)
 
