@@ -359,6 +359,11 @@ void FeatureExchange::set_comm(Comm *comm)
   m_comm = comm;
 }
 
+bool FeatureExchange::direct_swaps_for(int width, edgeframe::RowType type) const
+{
+  return m_want_direct && m_staged && !m_device_comm && stage_words(width, type) >= 3 && m_comm->style == Comm::BRICK;
+}
+
 FeatureExchange::~FeatureExchange() = default;
 
 int FeatureExchange::host_threads()
@@ -415,7 +420,7 @@ void FeatureExchange::bind(const NodeMap *nodes, int nlocal, int nall, int width
   if (m_skip_self && !m_device_comm && m_words >= 3) trace_roots();
   // Direct MPI where it applies; the conditions are the same on every rank (environment, build,
   // comm_style), so all ranks take the same path.
-  m_direct = m_want_direct && m_staged && !m_device_comm && m_words >= 3 && m_comm->style == Comm::BRICK;
+  m_direct = direct_swaps_for(width, type);
   if (m_direct) trace_destinations();
 
   m_root_of_node.resize(n_nodes);

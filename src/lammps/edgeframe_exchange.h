@@ -106,10 +106,11 @@ namespace edgeframe_glue {
 
     long calls() const { return m_calls; }
     bool staged() const { return m_staged; }    // rows reordered on the device, staged through pinned memory
-    bool skips_self_swaps() const { return m_skip_self; }    // see the file comment (the setting)
-    bool skipped_self_swaps() const { return m_traced; }     // ... and the last force call did
-    bool direct_mpi() const { return m_want_direct; }        // EDGEFRAME_EXCHANGE_MPI (file comment)
-    bool made_direct_swaps() const { return m_direct; }      // ... and the last force call used it
+    bool skipped_self_swaps() const { return m_traced; }     // the last bind traced (file comment)
+    // Whether rows of this width and type go by direct MPI swaps (file comment): the setting,
+    // the staged path, comm_style brick, and room for the traces. bind() decides by it.
+    bool direct_swaps_for(int width, edgeframe::RowType type) const;
+    bool made_direct_swaps() const { return m_direct; }      // ... and the last bind chose them
 
     // Where the exchange's time goes (pair_style ... timing detail), seconds summed over calls:
     // reordering node rows <-> the per-atom stage (device kernels, or host copies), copies

@@ -284,7 +284,7 @@ void PairEdgeframe::init_style()
                    m_feature_exchange->device_comm()
                        ? " (LAMMPS-KOKKOS device communication: packed on the device, device buffers to MPI)"
                        : (m_feature_exchange->staged()
-                              ? (m_feature_exchange->direct_mpi() && comm->style == Comm::BRICK
+                              ? (m_feature_exchange->direct_swaps_for(m_exchange_width, m_exchange_type)
                                      ? " (node rows reordered on the device, staged through pinned host memory; "
                                        "MPI swaps made directly)"
                                      : " (node rows reordered on the device, staged through pinned host memory)")
