@@ -151,6 +151,31 @@ def carbon():
                                        spacing=SPACING111,
                                        shift_z=round(A_DIAMOND * 3 ** 0.5 / 12, 6)),
           md(1800, 25), "train")
+
+    # Added after v5 (fitted to the 1885 frames above), same reason and same rules: v5's test
+    # force error is still dominated by the liquid and amorphous families. All train, appended
+    # last; densities between those already present (none equal to a held-out one), new seeds.
+    # Liquid: 30 frames each (more independent trajectories rather than longer ones).
+    for rho, T in [(2.05, 5500), (2.15, 6000), (2.3, 5500), (2.35, 5000), (2.5, 5750),
+                   (2.65, 5250), (2.7, 5000), (2.9, 6000), (2.95, 5500), (3.15, 5250)]:
+        st = dict(kind="random", natoms=64, box=round(_box_for_density(64, 12.011, rho), 6),
+                  overlap=1.3)
+        b.add("liquid", f"rho{rho}_T{T}", st,
+              dict(T=T, dt=0.00025, damp=0.05, equil=4000, every=100, frames=30), "train")
+    # amorphous: 5000 -> 300 K over 1, 2 or 3 ps (3 ps: a third of the 1 ps rate, a frame
+    # every 75 fs), 40 frames each
+    for rho, ps in [(2.05, 1), (2.15, 3), (2.3, 1), (2.45, 2), (2.6, 3), (2.65, 1), (2.9, 2),
+                    (2.95, 3), (3.1, 1), (3.25, 2)]:
+        st = dict(kind="random", natoms=64, box=round(_box_for_density(64, 12.011, rho), 6),
+                  overlap=1.3)
+        b.add("amorphous", f"rho{rho}_quench{ps}ps", st,
+              dict(T=5000, T_end=300, dt=0.00025, damp=0.05, equil=4000, every=100 * ps,
+                   frames=40), "train")
+    b.add("diamond", "T2550", dia(), md(2550), "train")
+    b.add("vacancy", "v1_T1600", dia(delete_ids=[10]), md(1600, 25), "train")
+    b.add("surface", "110_T900", dict(kind="slab", lattice="diamond", a=A_DIAMOND,
+                                      reps=(2, 1, 2), orient=O110, vacuum=10.0),
+          md(900, 25), "train")
     return b.recipes
 
 
