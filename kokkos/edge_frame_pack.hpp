@@ -13,11 +13,13 @@
 
 #include "band_layout.hpp"
 #include "kernel_common.hpp"
+#include "warp_reduce.hpp"
 
 namespace edgeframe::kk {
 
 struct TagBackwardEdge {};
 struct TagBackwardEdgeLanes {};
+struct TagBackwardEdgeWarp {};  // CUDA only (kernel_common.hpp warp_edge_kernels)
 struct TagBackwardNode {};
 template <int V>
 struct TagBackwardNodeLanes {};  // V channels per thread (kernel_common.hpp node_channel_block)
@@ -150,25 +152,78 @@ struct EdgeFramePack {
             Kokkos::single(Kokkos::PerThread(team), [&]() { grad_band(e, boff + mp + l) = static_cast<Real>(acc); });
           }
         }
-        for (int am = 0; am <= k; ++am) {
-          const int grow = gate_row(l, am, lmax), pp = packed_row(l, am, lmax), pm = packed_row(l, -am, lmax);
-          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, C), [&](int c) {
-            Real sj = Real(0), si = Real(0);
-            for (int mp = -l; mp <= l; ++mp) {
-              const int q = l * l + l + mp;
-              const Real dp = band(e, off + (am + k) * (2 * l + 1) + mp + l);
-              const Real dm = am == 0 ? Real(0) : band(e, off + (-am + k) * (2 * l + 1) + mp + l);
-              const Real tj = (dp * grad_u(e, pp, c) + dm * grad_u(e, pm, c)) * n(j, q, c);
-              const Real ti = (dp * grad_u(e, pp, C + c) + dm * grad_u(e, pm, C + c)) * n(i, q, c);
-              sj = mp == -l ? tj : sj + tj;
-              si = mp == -l ? ti : si + ti;
-            }
-            grad_g(e, grow, c) = sj;
-            grad_g(e, grow, C + c) = si;
-          });
-        }
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, C), [&](int c) {
+          backward_grad_g(e, i, j, l, k, off, c, C);  // channel c only
+        });
       }
     });
+  }
+
+  // The backward-edge pass in the warp order (CUDA only; lanes' mapping: one edge per warp,
+  // channel c on lane c % 32): each lane keeps the 2l+1 partial sums of grad_band's (l, m) row
+  // over its own channels in registers while it writes grad_rot, and one warp reduce-scatter
+  // (warp_reduce.hpp) finishes all 2l+1 of them. grad_g as in the lanes order.
+  KOKKOS_INLINE_FUNCTION void operator()(TagBackwardEdgeWarp, const Team& team) const {
+#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDA_ARCH__)
+    const int e = team.league_rank() * edges_per_team + team.team_rank();
+    if (e >= n_edges) return;  // the whole warp: every lane of it has this e
+    const int lane = threadIdx.x;  // Kokkos' CUDA teams put the vector lanes on x
+    const int i = recv(e), j = send(e), C = channels;
+    for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
+      const int k = band_k(l, mmax);
+      with_pow2_slots(2 * l + 1, [&](auto slots) {
+        constexpr int NV = decltype(slots)::value;
+        for (int m = -k; m <= k; ++m) {
+          const int boff = off + (m + k) * (2 * l + 1);
+          const int prow = packed_row(l, m, lmax), grow = gate_row(l, m, lmax);
+          for (int t0 = 0; t0 <= 2 * l; t0 += NV) {  // one chunk unless 2l+1 > kMaxSlots
+            double part[NV];
+#pragma unroll
+            for (int t = 0; t < NV; ++t) part[t] = 0.0;
+            for (int c = lane; c < C; c += kWarpLanes) {
+              const Real rj = g(e, grow, c) * grad_u(e, prow, c), ri = g(e, grow, C + c) * grad_u(e, prow, C + c);
+              if (t0 == 0) {
+                grad_rot(e, prow, c) = rj;
+                grad_rot(e, prow, C + c) = ri;
+              }
+              const int q = l * l + t0;
+#pragma unroll
+              for (int t = 0; t < NV; ++t)
+                if (t0 + t <= 2 * l) part[t] += double(rj) * double(n(j, q + t, c)) + double(ri) * double(n(i, q + t, c));
+            }
+            const double sum = warp_reduce_scatter<NV>(part, lane);
+            const int t = t0 + reduce_scatter_index<NV>(lane);
+            if (reduce_scatter_writer<NV>(lane) && t <= 2 * l) grad_band(e, boff + t) = static_cast<Real>(sum);
+          }
+        }
+      });
+      backward_grad_g(e, i, j, l, k, off, lane, kWarpLanes);
+    }
+#else
+    (void)team;
+#endif
+  }
+
+  // grad_g's rows of degree l for edge e, channels first, first + stride, ... (lanes and warp).
+  KOKKOS_INLINE_FUNCTION void backward_grad_g(int e, int i, int j, int l, int k, int off, int first, int stride) const {
+    const int C = channels;
+    for (int am = 0; am <= k; ++am) {
+      const int grow = gate_row(l, am, lmax), pp = packed_row(l, am, lmax), pm = packed_row(l, -am, lmax);
+      for (int c = first; c < C; c += stride) {
+        Real sj = Real(0), si = Real(0);
+        for (int mp = -l; mp <= l; ++mp) {
+          const int q = l * l + l + mp;
+          const Real dp = band(e, off + (am + k) * (2 * l + 1) + mp + l);
+          const Real dm = am == 0 ? Real(0) : band(e, off + (-am + k) * (2 * l + 1) + mp + l);
+          const Real tj = (dp * grad_u(e, pp, c) + dm * grad_u(e, pm, c)) * n(j, q, c);
+          const Real ti = (dp * grad_u(e, pp, C + c) + dm * grad_u(e, pm, C + c)) * n(i, q, c);
+          sj = mp == -l ? tj : sj + tj;
+          si = mp == -l ? ti : si + ti;
+        }
+        grad_g(e, grow, c) = sj;
+        grad_g(e, grow, C + c) = si;
+      }
+    }
   }
 
   // Per node a: grad_n[a, (l, m'), c] = sum over edges where a sends (channels 0..C-1) and
@@ -238,15 +293,22 @@ void edge_frame_pack_backward_edge(const Exec& exec, const EdgeFramePack<Exec, R
                                    LoopOrder order = default_loop_order<Exec>()) {
   if (order == LoopOrder::rows) {
     Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge", team_policy<Exec, TagBackwardEdge>(exec, n_edges), f);
-  } else {
-    EdgeFramePack<Exec, Real> lanes = f;
-    lanes.n_edges = n_edges;
-    lanes.edges_per_team = lanes_edges_per_team<Exec>();
-    const int league = (n_edges + lanes.edges_per_team - 1) / lanes.edges_per_team;
-    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge",
-                         Kokkos::TeamPolicy<Exec, TagBackwardEdgeLanes>(exec, league, lanes.edges_per_team,
-                                                                        lanes_vector_length<Exec>()), lanes);
+    return;
   }
+  EdgeFramePack<Exec, Real> lanes = f;
+  lanes.n_edges = n_edges;
+  lanes.edges_per_team = lanes_edges_per_team<Exec>();
+  const int league = (n_edges + lanes.edges_per_team - 1) / lanes.edges_per_team;
+  if constexpr (lanes_vector_length<Exec>() == kWarpLanes) {  // the warp form needs whole warps
+    if (warp_edge_kernels<Exec>(order)) {
+      Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge",
+                           Kokkos::TeamPolicy<Exec, TagBackwardEdgeWarp>(exec, league, lanes.edges_per_team, kWarpLanes), lanes);
+      return;
+    }
+  }
+  Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge",
+                       Kokkos::TeamPolicy<Exec, TagBackwardEdgeLanes>(exec, league, lanes.edges_per_team,
+                                                                      lanes_vector_length<Exec>()), lanes);
 }
 
 // The per-node half of the backward (grad_n from grad_rot) in either loop order.

@@ -58,10 +58,25 @@ Kokkos::TeamPolicy<Exec, Tag> team_policy(const Exec& exec, int league) {
 // band loads and edge loop are shared by 4 outputs. ncu (doc/gpu-notes.md) showed those passes
 // issue-bound (0.68 warp instructions per cycle per scheduler) at 8 % of DRAM bandwidth. Each
 // output keeps its products and their order, so lanes4 equals lanes bit for bit on the host.
-enum class LoopOrder { rows, lanes, lanes4 };
+// warp: lanes4, and on CUDA the two per-edge backward kernels (pack backward-edge, unrotate
+// backward) sum the 2l+1 channel sums of one (l, m) row from per-lane partials in registers and
+// reduce them together with a warp reduce-scatter (warp_reduce.hpp) instead of 2l+1 separate
+// warp reductions (ncu: pack backward-edge issue-bound at 28 % of copy). Elsewhere the same as
+// lanes4.
+enum class LoopOrder { rows, lanes, lanes4, warp };
 // Channels per thread of the node passes in this order for this channel count.
 inline int node_channel_block(LoopOrder order, int channels) {
-  return order == LoopOrder::lanes4 && channels % 4 == 0 ? 4 : 1;
+  return (order == LoopOrder::lanes4 || order == LoopOrder::warp) && channels % 4 == 0 ? 4 : 1;
+}
+// Whether the per-edge backward kernels take their warp reduce-scatter form (CUDA only).
+template <class Exec>
+constexpr bool warp_edge_kernels(LoopOrder order) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  return order == LoopOrder::warp && std::is_same_v<Exec, Kokkos::Cuda>;
+#else
+  (void)order;
+  return false;
+#endif
 }
 // Launches a node pass in the lanes orders: one iteration per (node, row, block of V channels),
 // Tag<V> with V = node_channel_block (f: a functor with lmax and channels).
@@ -74,9 +89,10 @@ void launch_node_lanes(const char* label, const Exec& exec, const F& f, int n_no
 }
 template <class Exec>
 constexpr LoopOrder default_loop_order() {
-  // Devices: lanes4 (measured on the H200, 2026-11-30f: L2 tf32 step 25.9 -> 22.6 ms, L3 fp32
-  // 110.4 -> 100.6 ms against lanes, doc/benchmarks.md "Sixth run").
-  return std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace> ? LoopOrder::rows : LoopOrder::lanes4;
+  // Devices: warp (lanes4 measured on the H200, 2026-11-30f: L2 tf32 step 25.9 -> 22.6 ms, L3
+  // fp32 110.4 -> 100.6 ms against lanes, doc/benchmarks.md "Sixth run"; warp against lanes4:
+  // doc/benchmarks.md "Seventh run").
+  return std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace> ? LoopOrder::rows : LoopOrder::warp;
 }
 // lanes: edges per team and vector length (a warp on a GPU; 1 on the host, where the variant
 // runs only to be tested).

@@ -11,10 +11,12 @@
 
 #include "band_layout.hpp"
 #include "kernel_common.hpp"
+#include "warp_reduce.hpp"
 
 namespace edgeframe::kk {
 
 struct TagBackwardLanes {};
+struct TagBackwardWarp {};  // CUDA only (kernel_common.hpp warp_edge_kernels)
 template <int V>
 struct TagForwardLanes {};  // V channels per thread (kernel_common.hpp node_channel_block)
 
@@ -150,6 +152,67 @@ struct UnrotateAggregate {
       Kokkos::single(Kokkos::PerThread(team), [&]() { grad_env(e) = static_cast<Real>(scale * genv); });
     });
   }
+
+  // The backward in the warp order (CUDA only; lanes' mapping, one edge per warp, channel c on
+  // lane c % 32): per (l, m) row each lane reads G's 2l+1 rows once for rg and for its partial
+  // sums of grad_band's row, kept in registers and finished by one warp reduce-scatter
+  // (warp_reduce.hpp); grad_env's per-lane partial sum is reduced once per edge.
+  KOKKOS_INLINE_FUNCTION void operator()(TagBackwardWarp, const Team& team) const {
+#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDA_ARCH__)
+    const int e = team.league_rank() * edges_per_team + team.team_rank();
+    if (e >= n_edges) return;  // the whole warp: every lane of it has this e
+    const int lane = threadIdx.x;  // Kokkos' CUDA teams put the vector lanes on x
+    const int i = recv(e), C = channels;
+    const Real se = static_cast<Real>(scale) * env(e);
+    double genv = 0.0;
+    for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
+      const int k = band_k(l, mmax);
+      with_pow2_slots(2 * l + 1, [&](auto slots) {
+        constexpr int NV = decltype(slots)::value;
+        for (int m = -k; m <= k; ++m) {
+          const int prow = packed_row(l, m, lmax), boff = off + (m + k) * (2 * l + 1);
+          if (2 * l + 1 > NV)  // rg needs all 2l+1 rows; the chunks below only their own
+            for (int c = lane; c < C; c += kWarpLanes) {
+              Real rg = band(e, boff) * grad_agg(i, l * l, c);
+              for (int t = 1; t <= 2 * l; ++t) rg += band(e, boff + t) * grad_agg(i, l * l + t, c);
+              genv += double(w(e, prow, c)) * double(rg);
+              grad_w(e, prow, c) = rg * se;
+            }
+          for (int t0 = 0; t0 <= 2 * l; t0 += NV) {  // one chunk unless 2l+1 > kMaxSlots
+            double part[NV];
+#pragma unroll
+            for (int t = 0; t < NV; ++t) part[t] = 0.0;
+            for (int c = lane; c < C; c += kWarpLanes) {
+              const Real wc = w(e, prow, c);
+              Real rg = Real(0);
+              const int q = l * l + t0;
+#pragma unroll
+              for (int t = 0; t < NV; ++t)
+                if (t0 + t <= 2 * l) {
+                  const Real G = grad_agg(i, q + t, c);
+                  rg = t == 0 ? band(e, boff) * G : rg + band(e, boff + t) * G;
+                  part[t] += double(wc) * double(G);
+                }
+              if (2 * l + 1 <= NV) {  // the whole row in this one chunk: rg is complete
+                genv += double(wc) * double(rg);
+                grad_w(e, prow, c) = rg * se;
+              }
+            }
+            const double sum = warp_reduce_scatter<NV>(part, lane);
+            const int t = t0 + reduce_scatter_index<NV>(lane);
+            if (reduce_scatter_writer<NV>(lane) && t <= 2 * l)
+              grad_band(e, boff + t) = static_cast<Real>(double(se) * sum);
+          }
+        }
+      });
+    }
+    double env_sum[1] = {genv};
+    genv = warp_reduce_scatter<1>(env_sum, lane);
+    if (lane == 0) grad_env(e) = static_cast<Real>(scale * genv);
+#else
+    (void)team;
+#endif
+  }
 };
 
 template <class Exec, class Real>
@@ -173,6 +236,13 @@ void unrotate_aggregate_backward(const Exec& exec, const UnrotateAggregate<Exec,
   lanes.n_edges = n_edges;
   lanes.edges_per_team = lanes_edges_per_team<Exec>();
   const int league = (n_edges + lanes.edges_per_team - 1) / lanes.edges_per_team;
+  if constexpr (lanes_vector_length<Exec>() == kWarpLanes) {  // the warp form needs whole warps
+    if (warp_edge_kernels<Exec>(order)) {
+      Kokkos::parallel_for("edgeframe::unrotate_aggregate_backward",
+                           Kokkos::TeamPolicy<Exec, TagBackwardWarp>(exec, league, lanes.edges_per_team, kWarpLanes), lanes);
+      return;
+    }
+  }
   Kokkos::parallel_for("edgeframe::unrotate_aggregate_backward",
                        Kokkos::TeamPolicy<Exec, TagBackwardLanes>(exec, league, lanes.edges_per_team, lanes_vector_length<Exec>()), lanes);
 }

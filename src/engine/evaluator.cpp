@@ -58,7 +58,8 @@ kk::LoopOrder loop_order_from_env() {
   if (s == "rows") return kk::LoopOrder::rows;
   if (s == "lanes") return kk::LoopOrder::lanes;
   if (s == "lanes4") return kk::LoopOrder::lanes4;
-  throw InputError("EDGEFRAME_LOOP_ORDER='" + s + "' (valid: rows, lanes, lanes4)");
+  if (s == "warp") return kk::LoopOrder::warp;
+  throw InputError("EDGEFRAME_LOOP_ORDER='" + s + "' (valid: rows, lanes, lanes4, warp)");
 }
 
 // cuBLAS TF32 for the GEMMs of one compute() call (tf32 mode), restored afterwards: the switch
@@ -105,7 +106,7 @@ struct Evaluator::Impl {
     std::vector<kk::Graph<Exec>> graphs;
     long builds = 0;
   } chunk_cache;
-  // Loop order of the edge-frame kernels (kernel_common.hpp); EDGEFRAME_LOOP_ORDER=rows|lanes|lanes4
+  // Loop order of the edge-frame kernels (kernel_common.hpp); EDGEFRAME_LOOP_ORDER=rows|lanes|lanes4|warp
   // overrides the backend's default, so that one benchmark run can time both side by side.
   kk::LoopOrder loop_order = loop_order_from_env();
   torch::Dtype dtype;

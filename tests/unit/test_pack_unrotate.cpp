@@ -325,6 +325,32 @@ TYPED_TEST(PackUnrotateTest, Lanes4NodePassesMatchLanes) {
   }
 }
 
+TYPED_TEST(PackUnrotateTest, WarpOrderMatchesLanes4) {
+  // warp: on CUDA the two per-edge backward kernels finish their channel sums with one warp
+  // reduce-scatter per (l, m) row (warp_reduce.hpp); elsewhere it runs lanes4's kernels (bitwise
+  // equal here on the host). The shapes add channel counts above a warp (each lane loops over
+  // channels c, c + 32, ...; 40 and 33 leave lanes idle in the last round) and degrees that need
+  // 16 and 32 partial sums per lane (l = 5, l = 8 = kMaxL).
+  const Shape shapes[] = {{2, 1, 5}, {3, 2, 40}, {5, 2, 36}, {8, 1, 33}, {2, 2, 64}};
+  for (const Shape& s : shapes) {
+    const auto h = make_case(s, 47);
+    const auto lanes4 = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::lanes4);
+    const auto warp = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::warp);
+    for (auto [a, b, what] : {std::tuple{&lanes4.grad_band_p, &warp.grad_band_p, "pack grad_band"},
+                              {&lanes4.grad_band_u, &warp.grad_band_u, "unrotate grad_band"},
+                              {&lanes4.grad_env, &warp.grad_env, "grad_env"}, {&lanes4.grad_w, &warp.grad_w, "grad_w"},
+                              {&lanes4.grad_g, &warp.grad_g, "grad_g"}, {&lanes4.grad_n, &warp.grad_n, "grad_n"}}) {
+      const double sc = max_abs(*a);
+      ASSERT_GT(sc, 0.0) << what;
+      if constexpr (std::is_same_v<typename TypeParam::memory_space, Kokkos::HostSpace>)
+        EXPECT_EQ(*a, *b) << what << " L " << s.lmax << " C " << s.channels;
+      else
+        for (size_t i = 0; i < a->size(); ++i)
+          ASSERT_NEAR((*a)[i], (*b)[i], kLoopRelTol * sc) << what << " L " << s.lmax << " C " << s.channels << " " << i;
+    }
+  }
+}
+
 TEST(PackUnrotate, SerialAndOpenMPAreBitIdentical) {
 #ifdef KOKKOS_ENABLE_OPENMP
   for (const Shape& s : kShapes) {

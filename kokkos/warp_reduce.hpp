@@ -1,0 +1,94 @@
+// Reduce-scatter over a 32-lane warp: NV values per lane (NV a power of two, <= 32) summed over
+// the warp, each lane ending with one of the NV sums.
+//
+// Why (ncu, doc/gpu-notes.md): the per-edge backward kernels need 2l+1 channel sums per (l, m)
+// row; as 2l+1 separate warp reductions of doubles that is 5 shuffle rounds each, one after the
+// other (pack backward-edge: 25 reductions per edge at L2, issue-bound at 28 % of copy). Halving
+// the values at each round instead (round r exchanges NV / 2^(r+1) values with the lane 16 >> r
+// away, keeping the half its lane bit selects), then a plain butterfly for the remaining rounds,
+// costs NV - 1 + 5 - log2(NV) shuffles for all NV sums: 9 instead of 35 for l = 3 (NV = 8), 6
+// instead of 15 for l = 1; and every lane's shuffles are independent within a round.
+//
+// Which sum lane λ holds (reduce_scatter_index): bit (16 >> r) of λ set means it kept the upper
+// half in round r, i.e. index += NV >> (r + 1). The 32 / NV lanes that share λ's upper bits hold
+// the same sum; the lowest of them (reduce_scatter_writer) writes it.
+// The summation order is fixed by the lane pattern: deterministic run to run.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+#include <type_traits>
+
+namespace edgeframe::kk {
+
+inline constexpr int kWarpLanes = 32;
+
+KOKKOS_INLINE_FUNCTION constexpr int log2_pow2(int n) {
+  int r = 0;
+  while ((1 << r) < n) ++r;
+  return r;
+}
+// Smallest power of two >= n (n >= 1).
+KOKKOS_INLINE_FUNCTION constexpr int pow2_at_least(int n) { return 1 << log2_pow2(n); }
+
+template <int NV>
+KOKKOS_INLINE_FUNCTION constexpr int reduce_scatter_index(int lane) {
+  int index = 0;
+  for (int r = 0; (NV >> (r + 1)) >= 1; ++r)
+    if (lane & (16 >> r)) index += NV >> (r + 1);
+  return index;
+}
+template <int NV>
+KOKKOS_INLINE_FUNCTION constexpr bool reduce_scatter_writer(int lane) {
+  return (lane & (kWarpLanes / NV - 1)) == 0;
+}
+
+// One halving round on one lane: afterwards v[0..h) hold this lane's kept half plus the
+// partner's copy of it; send(i) is what this lane gives its partner for slot i.
+template <int NV>
+KOKKOS_INLINE_FUNCTION double reduce_scatter_send(const double (&v)[NV], int h, bool upper, int i) {
+  return upper ? v[i] : v[i + h];
+}
+template <int NV>
+KOKKOS_INLINE_FUNCTION double reduce_scatter_keep(const double (&v)[NV], int h, bool upper, int i) {
+  return upper ? v[i + h] : v[i];
+}
+
+#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDA_ARCH__)
+// Device only, called by all 32 lanes of a warp together (no lane may have returned).
+template <int NV>
+__device__ inline double warp_reduce_scatter(double (&v)[NV], int lane) {
+  static_assert(NV >= 1 && NV <= kWarpLanes && (NV & (NV - 1)) == 0, "NV: a power of two <= 32");
+  constexpr unsigned kAll = 0xffffffffu;
+  int offset = 16;
+#pragma unroll
+  for (int h = NV / 2; h >= 1; h /= 2, offset /= 2) {
+    const bool upper = lane & offset;
+#pragma unroll
+    for (int i = 0; i < h; ++i) {
+      const double got = __shfl_xor_sync(kAll, reduce_scatter_send<NV>(v, h, upper, i), offset);
+      v[i] = reduce_scatter_keep<NV>(v, h, upper, i) + got;
+    }
+  }
+  double sum = v[0];
+#pragma unroll
+  for (; offset >= 1; offset /= 2) sum += __shfl_xor_sync(kAll, sum, offset);
+  return sum;
+}
+#endif
+
+// Partial sums a lane keeps in registers at most: the kernels take 2l+1 > 8 sums (l >= 4) in
+// chunks of 8. NV = 16 and 32 for one chunk pushed the kernels from ~60 to 127-134 registers
+// (ptxas), for every degree, since a kernel's register count is its worst path's.
+inline constexpr int kMaxSlots = 8;
+
+// Calls f(std::integral_constant<int, NV>{}) with NV = pow2_at_least(min(n, kMaxSlots)): the
+// per-degree kernels keep their NV partial sums in registers, which needs NV at compile time.
+template <class F>
+KOKKOS_INLINE_FUNCTION void with_pow2_slots(int n, const F& f) {
+  // no NV = 2: the counts are 2l + 1, odd
+  if (n <= 1) f(std::integral_constant<int, 1>{});
+  else if (n <= 4) f(std::integral_constant<int, 4>{});
+  else f(std::integral_constant<int, kMaxSlots>{});
+}
+
+}  // namespace edgeframe::kk
