@@ -26,8 +26,9 @@
 # Run it from a script file, never as `bash /dev/stdin <<EOF` (doc/gpu-notes.md).
 # example: examples/gpu/in.diamond-gpu into $OUT/log.diamond-gpu.
 # looporder: the loop orders of the edge-frame kernels (EDGEFRAME_LOOP_ORDER, LOOP_ORDERS: default
-#        rows lanes lanes4; doc/engine.md "Loop orders") side by side: per-kernel split of L2 and
-#        L3 at 512 atoms in fp32 and L2 in tf32, and the fp64 forces of each order against rows,
+#        rows lanes lanes4 warp; doc/engine.md "Loop orders") side by side: per-kernel split of L2
+#        and L3 at 512 atoms in fp32 and L2 in tf32, and the fp64 forces of each order against the
+#        first one listed,
 #        into $OUT/looporder.log.
 # precision: the shipped carbon potential on the 4096-atom box in fp64, fp32 and tf32 (forces of
 #        one configuration compared with fp64; bench/in.forces_dump), then NVE in fp32 and tf32
@@ -162,7 +163,7 @@ do_ncu() {
 }
 
 do_looporder() {
-  local orders=${LOOP_ORDERS:-rows lanes lanes4}
+  local orders=${LOOP_ORDERS:-rows lanes lanes4 warp}
   echo "== looporder: $orders (bench/edgeframe_bench, 512 atoms)"
   local bench=$build/bench/edgeframe_bench order shape
   {
@@ -175,9 +176,8 @@ do_looporder() {
           --forces-out "/tmp/forces-$order" > /tmp/looporder.out || status=1
         grep -E "^  step \(" /tmp/looporder.out
       done
-      for order in $orders; do
-        [[ $order == rows ]] && continue
-        "$EDGEFRAME_PYTHON" -c "import numpy as np, sys; r, l = (np.fromfile(f'/tmp/forces-{o}.$shape.4') for o in ('rows', '$order')); print('$shape fp64 forces, $order vs rows: max |dF| %.3e of max |F| %.3e' % (abs(r - l).max(), abs(r).max()))"
+      for order in ${orders#* }; do    # each order against the first one listed
+        "$EDGEFRAME_PYTHON" -c "import numpy as np, sys; r, l = (np.fromfile(f'/tmp/forces-{o}.$shape.4') for o in ('${orders%% *}', '$order')); print('$shape fp64 forces, $order vs ${orders%% *}: max |dF| %.3e of max |F| %.3e' % (abs(r - l).max(), abs(r).max()))"
       done
     done
     for order in $orders; do
