@@ -322,7 +322,10 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
 
     double t0 = platform::walltime();
     if (m_need_node_map || neighbor->ago == 0) rebuild_device_graph();
-    if (m_n_nodes == 0) return;
+    if (m_n_nodes == 0) {
+      note_first_call();
+      return;
+    }
     gather_positions_and_shifts();
     edgeframe::kk::PairList<Exec> pairs;
     pairs.i = d_pair_i;
@@ -371,6 +374,7 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
       for (int c = 0; c < 6; c++) virial[c] += result.virial[kVoigt[c]];
     accumulate_per_atom(result, h_atom_of_node.data(), m_n_nodes, m_n_nodes);
     m_time_copy += platform::walltime() - t2;
+    note_first_call();
   }
 }
 

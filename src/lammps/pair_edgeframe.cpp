@@ -38,6 +38,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <optional>
 
 using namespace LAMMPS_NS;
@@ -219,6 +220,7 @@ void PairEdgeframe::init_engine(bool need_newton)
   m_times = edgeframe::StepTimes();
   m_sum_ghosts = m_sum_nodes = m_sum_ghost_nodes = m_sum_edges = 0.0;
   m_calls = 0;
+  std::fill(std::begin(m_first_call), std::end(m_first_call), 0.0);
   if (comm->me == 0 && !m_model_block_printed) print_model_block();
   m_model_block_printed = true;    // once per pair_style / pair_coeff, not at every run
 }
@@ -464,6 +466,7 @@ void PairEdgeframe::compute(int eflag, int vflag)
   // exchange mode it still takes part in every communication: its ghosts may be relays.
   if (m_nodes.n_local == 0) {
     if (m_exchange) idle_exchange();
+    note_first_call();
     return;
   }
   copy_positions();
@@ -519,6 +522,7 @@ void PairEdgeframe::compute(int eflag, int vflag)
     for (int c = 0; c < 6; c++) virial[c] += result.virial[kVoigt[c]];
   accumulate_per_atom(result, m_nodes.atom_of_node.data(), n, m_nodes.n_local);
   m_time_copy += platform::walltime() - t2;
+  note_first_call();
 }
 
 void PairEdgeframe::accumulate_per_atom(const edgeframe::Result &result, const int *atom_of_node, int n_nodes,
@@ -577,6 +581,52 @@ int PairEdgeframe::pack_reverse_comm(int n, int first, double *buf)
 void PairEdgeframe::unpack_reverse_comm(int n, int *list, double *buf)
 {
   m_feature_exchange->unpack_reverse(n, list, buf);
+}
+
+void PairEdgeframe::detail_times(double out[7]) const
+{
+  out[0] = m_time_graph;
+  out[1] = m_times.geometry;
+  out[2] = m_times.edge_frame;
+  out[3] = m_times.dense();
+  out[4] = m_times.exchange;
+  out[5] = m_time_copy;
+  out[6] = m_feature_exchange ? m_feature_exchange->split().comm : 0.0;
+}
+
+void PairEdgeframe::note_first_call()
+{
+  if (m_timing_detail && m_calls == 1) detail_times(m_first_call);
+}
+
+// The loop's split: every part per force call after the first, and the first (setup) call
+// apart. The end-of-run sums mix them, and in a short benchmark run the setup call's rebuild and
+// traces are a visible share (doc/benchmarks.md, 2026-11-30f). Collective, from finish().
+void PairEdgeframe::print_split_after_first_call()
+{
+  double now[7], after[7], first_sum[7], first_max[7], after_sum[7], after_max[7];
+  detail_times(now);
+  const double later = (double) (m_calls - 1);
+  for (int k = 0; k < 7; k++) after[k] = (now[k] - m_first_call[k]) / later;
+  MPI_Allreduce(m_first_call, first_sum, 7, MPI_DOUBLE, MPI_SUM, world);
+  MPI_Allreduce(m_first_call, first_max, 7, MPI_DOUBLE, MPI_MAX, world);
+  MPI_Allreduce(after, after_sum, 7, MPI_DOUBLE, MPI_SUM, world);
+  MPI_Allreduce(after, after_max, 7, MPI_DOUBLE, MPI_MAX, world);
+  if (comm->me != 0) return;
+  const double ms = 1e3 / comm->nprocs, ms_max = 1e3;
+  auto parts = [&](const double *sum, const double *max) {
+    return fmt::format("graph build + upload {:.4g} / {:.4g} | band + radial + edge vectors + force sums {:.4g} / "
+                       "{:.4g} | edge-frame kernels {:.4g} / {:.4g} | GEMMs + dense torch ops {:.4g} / {:.4g} | "
+                       "feature exchange {:.4g} / {:.4g} (MPI and waiting, or LAMMPS communication: {:.4g} / {:.4g}) | "
+                       "results to LAMMPS {:.4g} / {:.4g}",
+                       sum[0] * ms, max[0] * ms_max, sum[1] * ms, max[1] * ms_max, sum[2] * ms, max[2] * ms_max,
+                       sum[3] * ms, max[3] * ms_max, sum[4] * ms, max[4] * ms_max, sum[6] * ms, max[6] * ms_max,
+                       sum[5] * ms, max[5] * ms_max);
+  };
+  utils::logmesg(lmp, "edgeframe timing detail per force call after the first ({} calls; ms, mean / max over ranks): {}\n",
+                 m_calls - 1, parts(after_sum, after_max));
+  utils::logmesg(lmp, "edgeframe timing detail of the first force call (the run's setup; ms, mean / max over ranks): {}\n",
+                 parts(first_sum, first_max));
 }
 
 // The exchange's own split (timing detail): every rank calls this collective from finish().
@@ -652,4 +702,5 @@ void PairEdgeframe::finish()
                           "pass over {} force calls (rank 0)\n",
                      m_evaluator->layers_recomputed() - m_recomputed_at_init, m_calls);
   }
+  if (m_timing_detail && m_calls > 1) print_split_after_first_call();    // collective
 }

@@ -220,6 +220,41 @@ def test_timing_detail_prints_the_split(lammps, tmp_path, small_model, monkeypat
         assert int(m.group(12)) == 1, split[0]    # run 0: one neighbour-list build, one trace
 
 
+def test_timing_detail_splits_off_the_first_force_call(lammps, tmp_path, small_model):
+    # The run's first force call carries its setup (graph rebuild, node map, swap traces); the
+    # end-of-run sums mix it with the loop's calls, so timing detail also prints the loop's
+    # split per call and the first call's apart. Part by part, first + (calls - 1) x per call
+    # must give the run's sum (4 significant digits printed).
+    _, path = small_model
+    atoms, boundary = structure("diamond64")
+    _, _, _, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=2, pre="processors 2 1 1",
+                               style_args=" ghost_mode exchange timing detail", extra="run 4 post no")
+    lines = output.splitlines()
+    calls = int(re.search(r"edgeframe timing over (\d+) force calls", output).group(1))    # the run 4's
+    assert calls == 5, output[-2000:]
+    total = next(ln for ln in lines if ln.startswith("edgeframe timing detail ("))
+    after = next(ln for ln in lines if ln.startswith("edgeframe timing detail per force call after the first"))
+    first = next(ln for ln in lines if ln.startswith("edgeframe timing detail of the first force call"))
+    assert "(4 calls;" in after, after
+    num = r"([\d.e+-]+)"
+    for part in (r"graph build \+ upload", r"band \+ radial \+ edge vectors \+ force sums", "edge-frame kernels",
+                 r"GEMMs \+ dense torch ops", "feature exchange", "results to LAMMPS"):
+        t = float(re.search(rf"{part} {num} /", total).group(1)) * 1e3    # seconds there
+        f = float(re.search(rf"{part} {num} /", first).group(1))
+        a = float(re.search(rf"{part} {num} /", after).group(1))
+        assert f + (calls - 1) * a == pytest.approx(t, rel=2e-3, abs=2e-3), (part, total, first, after)
+    # The swap traces (one neighbour-list build in this run: the setup's) are inside the first
+    # call's graph build (a first-call record left at zero fails here).
+    split = next(ln for ln in lines if ln.startswith("edgeframe exchange split"))    # run 4's
+    traces = float(re.search(rf"traces of the swaps \(in graph build\) {num} /", split).group(1)) * 1e3
+    first_graph = float(re.search(rf"graph build \+ upload {num} /", first).group(1))
+    assert 0 < traces <= first_graph * 1.001, (traces, first)
+    # the exchange's MPI (or LAMMPS communication) part is inside the exchange, in both lines
+    for line in (first, after):
+        m = re.search(rf"feature exchange {num} / {num} \(MPI and waiting, or LAMMPS communication: {num} / {num}\)", line)
+        assert m and 0 < float(m.group(3)) <= float(m.group(1)) * 1.001, line
+
+
 def split_line(output):
     """The last `edgeframe exchange split` line of a log (timing detail)."""
     return [ln for ln in output.splitlines() if ln.startswith("edgeframe exchange split")][-1]
