@@ -1,5 +1,8 @@
 """The plugin loads into a real LAMMPS, registers its styles and checks its input."""
+import re
 from pathlib import Path
+
+import pytest
 
 from reference_case import KOKKOS_ARGS
 
@@ -100,12 +103,17 @@ def test_element_not_in_model_is_named_with_the_valid_ones(lammps):
     assert "Si" in run.output and "C, Cu" in run.output
 
 
-def test_atoms_closer_than_min_distance_stop_the_run(lammps):
-    # Two atoms 0.1 A apart: the step and both atom IDs are named and nothing is integrated.
+@pytest.mark.parametrize("fold", ["yes", "no"])
+def test_atoms_closer_than_min_distance_stop_the_run(lammps, fold):
+    # Two atoms 0.1 A apart (atom 1 at the origin, atom 65 added): the step, both atom IDs and
+    # the distance are named and nothing is integrated; folded (periodic images onto owners)
+    # and not (images as ghosts: another pair list).
     script = DIAMOND_BOX + "create_atoms 1 single 0.1 0.1 0.1 units box\n"
-    run = lammps(script + f"pair_style edgeframe\npair_coeff * * {GOLDEN_MODEL} C\nfix 1 all nve\nrun 10\n")
+    run = lammps(script + f"pair_style edgeframe fold_images {fold}\npair_coeff * * {GOLDEN_MODEL} C\n"
+                 "fix 1 all nve\nrun 10\n")
     assert run.returncode != 0
-    assert "closer than min_distance 0.3 A" in run.output and "at step 0" in run.output
+    assert "closer than min_distance 0.3 A" in run.output and "at step 0" in run.output, run.output[-1500:]
+    assert re.search(r"atoms (1 and 65|65 and 1) are 0\.1732 A apart", run.output), run.output[-1500:]
 
 
 def test_kokkos_suffix_selects_the_kk_style(lammps):
