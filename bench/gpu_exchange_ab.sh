@@ -5,6 +5,7 @@
 #   lammps   - LAMMPS' swaps (self swaps skipped), the measured default of 2026-11-30e
 #   direct   - EDGEFRAME_EXCHANGE_MPI=direct (the exchange's own MPI swaps from pinned buffers)
 #   pe8      - LAMMPS' swaps, each rank bound to 8 cores, 8 threads for the host copies
+#   ipc      - direct swaps over CUDA IPC (EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc: device to device)
 # usage (from scripts/gpu_session.sh's environment, or with lmp and the plugin on PATH):
 #   bench/gpu_exchange_ab.sh OUTDIR [steps] [variants...]
 # OpenMPI settings: SCALING_MPI_ENV (a file to source, e.g. the mpi step's mpi-best.env).
@@ -28,8 +29,9 @@ one() {    # variant dir cases: one gpu_scaling.sh run with the variant's enviro
     lammps) ;;
     direct) env=(EDGEFRAME_EXCHANGE_MPI=direct) ;;
     pe8) env+=(EDGEFRAME_EXCHANGE_THREADS=8 "SCALING_MPIRUN_ARGS=--map-by slot:PE=8 --report-bindings") ;;
+    ipc) env=(EDGEFRAME_EXCHANGE_MPI=direct EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc) ;;
     baseline) ;;
-    *) echo "gpu_exchange_ab: unknown variant '$v' (valid: lammps direct pe8)"; return 2 ;;
+    *) echo "gpu_exchange_ab: unknown variant '$v' (valid: lammps direct pe8 ipc)"; return 2 ;;
   esac
   env "${env[@]}" SCALING_CASES="$cases" "$repo/bench/gpu_scaling.sh" "$dir" "$steps" "${reps[@]}" | grep -E "^\| (strong|weak)"
 }
@@ -44,6 +46,8 @@ for v in "${variants[@]}"; do
   for f in "$out/$v"/log.*; do
     [[ $f == *.stdout || ! -f $f ]] && continue
     echo "$v ${f##*/log.}: $(grep -h 'edgeframe exchange split' "$f" | sed 's/.*exchanges on rank 0): //')"
+    echo "$v ${f##*/log.} per force call after the first (ms): $(grep -h 'timing detail per force call after the first' "$f" | sed 's/.*over ranks): //')"
+    grep -h "edgeframe: direct swaps over CUDA IPC\|cuda-ipc not possible" "$f" | sed "s/^/$v ${f##*/log.}: /"
   done
 done
 exit $status

@@ -5,6 +5,7 @@
 #include "platform.h"
 
 #include "edgeframe_node_map.h"
+#include "edgeframe_peer.h"
 
 #include <Kokkos_Core.hpp>
 
@@ -334,9 +335,14 @@ FeatureExchange::FeatureExchange(Comm *comm, Pair *pair, MPI_Comm world) :
   // MPI swaps: unset = direct where it applies (staged path, self swaps skipped, brick; measured
   // 2026-11-30f on two H200s: exchange 76.9 -> 25.6 ms per force call at 110 592 atoms).
   const int mpi_choice = !mpi ? 2 : !std::strcmp(mpi, "lammps") ? 0 : !std::strcmp(mpi, "direct") ? 1 : -1;
-  int mine[3] = {self_choice, mpi_choice, m_staged ? 1 : 0}, lo[3], hi[3];
-  MPI_Allreduce(mine, lo, 3, MPI_INT, MPI_MIN, m_world);
-  MPI_Allreduce(mine, hi, 3, MPI_INT, MPI_MAX, m_world);
+  // The direct swaps' transport: MPI from pinned buffers, or CUDA IPC between the GPUs of one
+  // node (edgeframe_peer.h), opt-in until measured.
+  const char *transport = std::getenv("EDGEFRAME_EXCHANGE_TRANSPORT");
+  const int transport_choice =
+      !transport || !std::strcmp(transport, "mpi") ? 0 : !std::strcmp(transport, "cuda-ipc") ? 1 : -1;
+  int mine[4] = {self_choice, mpi_choice, m_staged ? 1 : 0, transport_choice}, lo[4], hi[4];
+  MPI_Allreduce(mine, lo, 4, MPI_INT, MPI_MIN, m_world);
+  MPI_Allreduce(mine, hi, 4, MPI_INT, MPI_MAX, m_world);
   if (self_choice < 0)
     throw std::runtime_error(std::string("EDGEFRAME_EXCHANGE_SELF_SWAPS must be 'skip' (the default) or 'lammps', not '") +
                              self + "'");
@@ -344,10 +350,16 @@ FeatureExchange::FeatureExchange(Comm *comm, Pair *pair, MPI_Comm world) :
     throw std::runtime_error(std::string("EDGEFRAME_EXCHANGE_MPI must be 'direct' (the default where rows are "
                                          "staged) or 'lammps', not '") +
                              mpi + "'");
-  if (lo[0] < 0 || lo[1] < 0) throw std::runtime_error("an EDGEFRAME_EXCHANGE_* setting is invalid on another rank");
-  if (lo[0] != hi[0] || lo[1] != hi[1] || lo[2] != hi[2])
-    throw std::runtime_error("EDGEFRAME_EXCHANGE_SELF_SWAPS, EDGEFRAME_EXCHANGE_MPI and EDGEFRAME_STAGE_EXCHANGE must be "
-                             "the same on every rank (export them to all ranks, e.g. mpirun -x)");
+  if (transport_choice < 0)
+    throw std::runtime_error(std::string("EDGEFRAME_EXCHANGE_TRANSPORT must be 'mpi' (the default) or 'cuda-ipc', not '") +
+                             transport + "'");
+  if (lo[0] < 0 || lo[1] < 0 || lo[3] < 0)
+    throw std::runtime_error("an EDGEFRAME_EXCHANGE_* setting is invalid on another rank");
+  if (lo[0] != hi[0] || lo[1] != hi[1] || lo[2] != hi[2] || lo[3] != hi[3])
+    throw std::runtime_error("EDGEFRAME_EXCHANGE_SELF_SWAPS, EDGEFRAME_EXCHANGE_MPI, EDGEFRAME_EXCHANGE_TRANSPORT and "
+                             "EDGEFRAME_STAGE_EXCHANGE must be the same on every rank (export them to all ranks, e.g. "
+                             "mpirun -x)");
+  m_want_peer = transport_choice == 1;
   m_skip_self = self_choice == 1;
   m_want_direct = mpi_choice == 1 || (mpi_choice == 2 && m_skip_self);
   if (mpi_choice == 1 && !m_skip_self)
@@ -365,6 +377,12 @@ bool FeatureExchange::direct_swaps_for(int width, edgeframe::RowType type) const
 }
 
 FeatureExchange::~FeatureExchange() = default;
+
+std::string FeatureExchange::peer_refusal() const
+{
+  if (!m_want_peer || m_use_peer || !m_direct) return "";
+  return m_peer ? m_peer->why() : "not bound";
+}
 
 int FeatureExchange::host_threads()
 {
@@ -524,6 +542,20 @@ void FeatureExchange::build_swaps()
   upload(s.rev_targets, m_rev_targets, "edgeframe::exchange direct rev_targets");
   upload(s.rev_group_begin, m_rev_group_begin, "edgeframe::exchange direct rev_group_begin");
   upload(s.rev_q, m_rev_q, "edgeframe::exchange direct rev_q");
+  // CUDA IPC (collective: every rank in direct mode builds its swaps at the same bind).
+  m_use_peer = false;
+  if (m_want_peer) {
+    if (!m_peer) m_peer = std::make_unique<PeerOutbox>(m_world);
+    std::vector<int> partners;
+    for (const Swap &sw : m_swaps) {
+      if (sw.self) continue;
+      if (sw.n_send) partners.push_back(sw.send_to);
+      if (sw.n_recv) partners.push_back(sw.recv_from);
+    }
+    std::sort(partners.begin(), partners.end());
+    partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
+    m_use_peer = m_peer->bind(max_rows * m_words, partners);
+  }
 }
 
 // Forward, swap by swap in LAMMPS' order (later swaps send ghosts that earlier ones brought):
@@ -533,6 +565,18 @@ void FeatureExchange::direct_forward()
 {
   Staged &s = *m_dev;
   const std::size_t words = m_words;
+  if (m_use_peer) {    // the rows gathered into this rank's outbox; the partner copies them over
+    for (const Swap &sw : m_swaps) {
+      if (sw.self) continue;
+      copy_stage_rows(m_peer->outbox(), s.device.data(), s.send_roots.data() + sw.send_begin, 0, sw.n_send, m_words, true);
+      Kokkos::fence("edgeframe::exchange outbox filled");    // before the partner is told "ready"
+      mark(&Split::reorder);
+      m_peer->swap(sw.n_send * words, sw.send_to, s.device.data() + std::size_t(sw.first) * words, sw.n_recv * words,
+                   sw.recv_from);
+      mark(&Split::comm);
+    }
+    return;
+  }
   for (const Swap &sw : m_swaps) {
     if (sw.self) continue;
     if (sw.n_send) {
@@ -560,7 +604,21 @@ void FeatureExchange::direct_reverse()
   Staged &s = *m_dev;
   const std::size_t words = m_words;
   const auto stage = stage_rows<T>(s.device.data(), m_nall, m_words);
-  for (auto it = m_swaps.rbegin(); it != m_swaps.rend(); ++it) {
+  for (auto it = m_swaps.rbegin(); it != m_swaps.rend() && m_use_peer; ++it) {    // CUDA IPC
+    const Swap &sw = *it;
+    if (sw.self) continue;
+    copy_stage_rows(m_peer->outbox(), s.device.data(), nullptr, sw.first, sw.n_recv, m_words, true);
+    Kokkos::fence("edgeframe::exchange outbox filled");
+    mark(&Split::reorder);
+    m_peer->swap(sw.n_recv * words, sw.recv_from, s.swap_rows.data(), sw.n_send * words, sw.send_to);
+    mark(&Split::comm);
+    if (sw.n_send) {
+      add_groups<T>(stage, stage_rows<T>(s.swap_rows.data(), sw.n_send, m_words), s.rev_targets.data() + sw.target_begin,
+                    s.rev_group_begin.data() + sw.target_begin, s.rev_q.data(), sw.n_targets, m_width);
+      mark(&Split::reorder);
+    }
+  }
+  for (auto it = m_swaps.rbegin(); it != m_swaps.rend() && !m_use_peer; ++it) {
     const Swap &sw = *it;
     if (sw.self) continue;
     copy_span(s.host_send, 0, s.device, std::size_t(sw.first) * words, sw.n_recv * words);

@@ -54,6 +54,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace LAMMPS_NS {
@@ -62,6 +63,7 @@ class Pair;
 
 namespace edgeframe_glue {
   struct NodeMap;
+  class PeerOutbox;    // edgeframe_peer.h
 
   class FeatureExchange : public edgeframe::NodeExchange {
    public:
@@ -111,6 +113,10 @@ namespace edgeframe_glue {
     // the staged path, comm_style brick, and room for the traces. bind() decides by it.
     bool direct_swaps_for(int width, edgeframe::RowType type) const;
     bool made_direct_swaps() const { return m_direct; }      // ... and the last bind chose them
+    // ... over CUDA IPC (EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc, edgeframe_peer.h) instead of MPI;
+    // where it was asked for and not possible, why not.
+    bool made_peer_swaps() const { return m_direct && m_use_peer; }
+    std::string peer_refusal() const;
 
     // Where the exchange's time goes (pair_style ... timing detail), seconds summed over calls:
     // reordering node rows <-> the per-atom stage (device kernels, or host copies), copies
@@ -193,6 +199,9 @@ namespace edgeframe_glue {
     bool m_want_direct = false;           // EDGEFRAME_EXCHANGE_MPI direct or unset (with self swaps skipped)
     bool m_direct = false;                // this force call: staged, brick, traced
     std::vector<Swap> m_swaps;
+    bool m_want_peer = false;             // EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc
+    bool m_use_peer = false;              // ... and the last build_swaps() could (all ranks)
+    std::unique_ptr<PeerOutbox> m_peer;
     // From the traces: per forward pack call its atoms and list pointer, per unpack call its
     // sender and range, per swap its destination.
     std::vector<int> m_trace_atoms, m_trace_atoms_begin;

@@ -488,10 +488,12 @@ void PairEdgeframe::compute(int eflag, int vflag)
   m_sum_ghosts += atom->nghost;
   // bind() traces the swaps (collectives): an error there must stop every rank cleanly. Between
   // builds the traces, roots and swap lists stay valid.
-  if (m_exchange && rebuilt)
+  if (m_exchange && rebuilt) {
     call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe (exchange setup)", [&] {
       m_feature_exchange->bind(&m_nodes, atom->nlocal, atom->nlocal + atom->nghost, m_exchange_width, m_exchange_type);
     });
+    if (m_calls == 1 && comm->me == 0) print_transport();
+  }
   // A rank that owns no mapped atom has no energy and so exerts no force: nothing to compute
   // (ranks of an open box beyond the atoms, or every owned type NULL under hybrid). In
   // exchange mode it still takes part in every communication: its ghosts may be relays.
@@ -669,6 +671,16 @@ void PairEdgeframe::reduce_exchange_split()
   MPI_Allreduce(v, m_split_max, 8, MPI_DOUBLE, MPI_MAX, world);
 }
 
+// Which transport the direct swaps took (EDGEFRAME_EXCHANGE_TRANSPORT), once per run, rank 0.
+void PairEdgeframe::print_transport()
+{
+  if (m_feature_exchange->made_peer_swaps())
+    utils::logmesg(lmp, "edgeframe: direct swaps over CUDA IPC (each rank copies its partners' rows device to device)\n");
+  else if (!m_feature_exchange->peer_refusal().empty())
+    utils::logmesg(lmp, "edgeframe: EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc not possible here ({}): direct MPI swaps\n",
+                   m_feature_exchange->peer_refusal());
+}
+
 void PairEdgeframe::print_exchange_split()
 {
   const double p = comm->nprocs;
@@ -680,8 +692,9 @@ void PairEdgeframe::print_exchange_split()
                  "{:.4g} / {:.4g} ({:.0f} traced neighbour-list builds)\n",
                  m_feature_exchange->split_calls(), m_split_sum[0] / p, m_split_max[0], m_split_sum[1] / p, m_split_max[1],
                  m_split_sum[3] / p / 1e9,
-                 m_feature_exchange->made_direct_swaps() ? "direct MPI swaps (MPI, waiting)"
-                                                         : "LAMMPS communication (pack, MPI, unpack)",
+                 m_feature_exchange->made_peer_swaps()     ? "direct swaps over CUDA IPC (handshakes, device copies, waiting)"
+                 : m_feature_exchange->made_direct_swaps() ? "direct MPI swaps (MPI, waiting)"
+                                                           : "LAMMPS communication (pack, MPI, unpack)",
                  m_split_sum[2] / p, m_split_max[2], m_split_sum[4] / p, m_split_max[4],
                  m_split_sum[5] / p / std::max(1L, m_feature_exchange->split_calls()),
                  m_feature_exchange->device_comm()          ? "done by LAMMPS-KOKKOS on the device"

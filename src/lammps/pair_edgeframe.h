@@ -80,6 +80,7 @@ class PairEdgeframe : public Pair {
   double m_split_sum[8] = {}, m_split_max[8] = {};   // timing detail: exchange split over ranks
   void reduce_exchange_split();       // collective, from finish()
   void print_exchange_split();        // rank 0, after reduce_exchange_split()
+  void print_transport();             // rank 0, first force call of a run: CUDA IPC or why not
   // Timing detail of the run's first force call alone (setup: it carries the run's first graph
   // rebuild, node map and swap traces), so that finish() can give the loop's per-call split.
   double m_first_call[7] = {};        // detail_times() after call 1; [6]: exchange's MPI part

@@ -429,6 +429,52 @@ def test_direct_mpi_exchange_matches_the_reference(lammps, tmp_path, small_model
         check_against_reference(expected(model, atoms, q), thermo, dump)
 
 
+IPC_USED = "edgeframe: direct swaps over CUDA IPC"
+IPC_REFUSED = "edgeframe: EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc not possible here (not a CUDA build): direct MPI swaps"
+
+
+@pytest.mark.parametrize("name,nprocs,grid,precision", [
+    ("diamond64", 2, "2 1 1", "fp64"), ("diamond64", 4, "1 2 2", "fp64"), ("diamond64", 8, "2 2 2", "fp64"),
+    ("cluster", 4, "4 1 1", "fp64"), ("diamond64", 4, "2 2 1", "fp32")])
+def test_cuda_ipc_transport_matches_the_reference(lammps, tmp_path, small_model, odd_width_model, monkeypatch, name,
+                                                  nprocs, grid, precision):
+    # EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc: the direct swaps copy rows device to device between
+    # the ranks' GPUs (edgeframe_peer.h). CUDA builds take it (the ranks share a node here);
+    # host builds say why not and keep the MPI swaps. Either way the results are the reference's.
+    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    monkeypatch.setenv("EDGEFRAME_EXCHANGE_TRANSPORT", "cuda-ipc")
+    model, path = odd_width_model if precision == "fp32" else small_model
+    atoms, boundary = structure(name)
+    q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs,
+                                       pre=f"processors {grid}", precision=precision,
+                                       style_args=" ghost_mode exchange fold_images no timing detail")
+    assert DIRECT in output, output[-2000:]
+    if ON_GPU:
+        assert IPC_USED in output and "| direct swaps over CUDA IPC (handshakes, device copies, waiting) " in output, \
+            output[-2000:]
+    else:
+        assert IPC_REFUSED in output and "| direct MPI swaps (MPI, waiting) " in output, output[-2000:]
+    if precision == "fp32":
+        check_fp32_against_reference(model, atoms, q, thermo, dump)
+    else:
+        check_against_reference(expected(model, atoms, q), thermo, dump)
+
+
+def test_cuda_ipc_md_with_migration_equals_mpi_swaps(lammps, tmp_path, small_model, monkeypatch):
+    # 40 MD steps on 4 ranks, rebuilds every step: the outboxes are rebound (and grown) with the
+    # swaps; the trajectory equals the MPI transport's.
+    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    _, path = small_model
+    atoms, _ = structure("diamond64")
+    rows = {}
+    for how in ("cuda-ipc", "mpi"):
+        monkeypatch.setenv("EDGEFRAME_EXCHANGE_TRANSPORT", how)
+        output, rows[how] = md_40_steps(lammps, tmp_path, path, atoms, "2 2 1", " ghost_mode exchange timing detail")
+        assert (IPC_USED in output) == (how == "cuda-ipc" and ON_GPU), output[-1500:]
+    assert rows["cuda-ipc"].shape == rows["mpi"].shape == (5, 5)
+    assert close(rows["cuda-ipc"], rows["mpi"], rel=1e-9)
+
+
 def test_direct_mpi_exchange_relays_through_empty_ranks(lammps, tmp_path, small_model, monkeypatch):
     # The vacuum-gap case of test_exchange_through_empty_ranks_that_relay with direct MPI: a rank
     # that owns no atom forwards and returns rows it never uses, swap after swap.
@@ -530,7 +576,9 @@ def test_bad_direct_mpi_settings_are_errors(lammps, tmp_path, small_model, monke
     for env, text in (({"EDGEFRAME_EXCHANGE_MPI": "nccl"}, "EDGEFRAME_EXCHANGE_MPI must be 'direct' (the default where "
                                                              "rows are staged) or 'lammps', not 'nccl'"),
                       ({"EDGEFRAME_EXCHANGE_MPI": "direct", "EDGEFRAME_EXCHANGE_SELF_SWAPS": "lammps"},
-                       "EDGEFRAME_EXCHANGE_MPI=direct needs the self swaps skipped")):
+                       "EDGEFRAME_EXCHANGE_MPI=direct needs the self swaps skipped"),
+                      ({"EDGEFRAME_EXCHANGE_TRANSPORT": "carrier-pigeon"},
+                       "EDGEFRAME_EXCHANGE_TRANSPORT must be 'mpi' (the default) or 'cuda-ipc', not 'carrier-pigeon'")):
         for k, v in env.items():
             monkeypatch.setenv(k, v)
         run = lammps(script)
