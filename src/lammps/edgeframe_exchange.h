@@ -43,6 +43,8 @@
    the received rows go straight back into the device stage (reverse: the
    ghost rows up, the received rows added onto their roots on the device).
    No row is copied by the host, and only the swapped rows cross the bus.
+   Between the GPUs of one node the swaps skip the host altogether: CUDA
+   IPC (edgeframe_peer.h), the default where the engine runs on CUDA.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_EDGEFRAME_EXCHANGE_H
@@ -113,10 +115,11 @@ namespace edgeframe_glue {
     // the staged path, comm_style brick, and room for the traces. bind() decides by it.
     bool direct_swaps_for(int width, edgeframe::RowType type) const;
     bool made_direct_swaps() const { return m_direct; }      // ... and the last bind chose them
-    // ... over CUDA IPC (EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc, edgeframe_peer.h) instead of MPI;
-    // where it was asked for and not possible, why not.
+    // ... over CUDA IPC (EDGEFRAME_EXCHANGE_TRANSPORT, edgeframe_peer.h) instead of MPI; where it
+    // was tried and not possible, why not; and whether it was asked for by name.
     bool made_peer_swaps() const { return m_direct && m_use_peer; }
     std::string peer_refusal() const;
+    bool peer_asked() const { return m_peer_asked; }
 
     // Where the exchange's time goes (pair_style ... timing detail), seconds summed over calls:
     // reordering node rows <-> the per-atom stage (device kernels, or host copies), copies
@@ -199,7 +202,8 @@ namespace edgeframe_glue {
     bool m_want_direct = false;           // EDGEFRAME_EXCHANGE_MPI direct or unset (with self swaps skipped)
     bool m_direct = false;                // this force call: staged, brick, traced
     std::vector<Swap> m_swaps;
-    bool m_want_peer = false;             // EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc
+    bool m_want_peer = false;             // EDGEFRAME_EXCHANGE_TRANSPORT: try CUDA IPC
+    bool m_peer_asked = false;            // ... by name (cuda-ipc), not by default
     bool m_use_peer = false;              // ... and the last build_swaps() could (all ranks)
     std::unique_ptr<PeerOutbox> m_peer;
     // From the traces: per forward pack call its atoms and list pointer, per unpack call its

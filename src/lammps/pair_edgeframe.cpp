@@ -677,7 +677,8 @@ void PairEdgeframe::print_transport()
   if (m_feature_exchange->made_peer_swaps())
     utils::logmesg(lmp, "edgeframe: direct swaps over CUDA IPC (each rank copies its partners' rows device to device)\n");
   else if (!m_feature_exchange->peer_refusal().empty())
-    utils::logmesg(lmp, "edgeframe: EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc not possible here ({}): direct MPI swaps\n",
+    utils::logmesg(lmp, "edgeframe: {} not possible here ({}): direct MPI swaps\n",
+                   m_feature_exchange->peer_asked() ? "EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc" : "CUDA IPC",
                    m_feature_exchange->peer_refusal());
 }
 

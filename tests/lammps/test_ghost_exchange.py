@@ -19,6 +19,13 @@ REL_TOL_FP32 = 6e-5
 PK_HOST_DATA = ("-pk", "kokkos", "newton", "on", "neigh", "half")
 
 
+@pytest.fixture(autouse=True)
+def mpi_transport_unless_asked(monkeypatch):
+    """The direct swaps' transport defaults to CUDA IPC on CUDA builds; the tests of the MPI
+    swaps (their split line, bus bytes) must test MPI there too. The CUDA IPC tests ask for it."""
+    monkeypatch.setenv("EDGEFRAME_EXCHANGE_TRANSPORT", "mpi")
+
+
 @pytest.fixture(scope="module")
 def odd_width_model(tmp_path_factory):
     """small_model's shape with 7 channels: rows of 9 x 7 = 63 values, an odd count, so fp32 rows
@@ -431,6 +438,7 @@ def test_direct_mpi_exchange_matches_the_reference(lammps, tmp_path, small_model
 
 IPC_USED = "edgeframe: direct swaps over CUDA IPC"
 IPC_REFUSED = "edgeframe: EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc not possible here (not a CUDA build): direct MPI swaps"
+IPC_REFUSED_BY_DEFAULT = "edgeframe: CUDA IPC not possible here"
 
 
 @pytest.mark.parametrize("name,nprocs,grid,precision", [
@@ -473,6 +481,21 @@ def test_cuda_ipc_md_with_migration_equals_mpi_swaps(lammps, tmp_path, small_mod
         assert (IPC_USED in output) == (how == "cuda-ipc" and ON_GPU), output[-1500:]
     assert rows["cuda-ipc"].shape == rows["mpi"].shape == (5, 5)
     assert close(rows["cuda-ipc"], rows["mpi"], rel=1e-9)
+
+
+def test_cuda_ipc_is_the_default_transport_where_the_engine_runs_on_cuda(lammps, tmp_path, small_model, monkeypatch):
+    # Unset: CUDA builds take CUDA IPC (the ranks share a node here); host builds never try it
+    # and print nothing about it.
+    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    monkeypatch.delenv("EDGEFRAME_EXCHANGE_TRANSPORT")
+    model, path = small_model
+    atoms, boundary = structure("diamond64")
+    q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=2, pre="processors 2 1 1",
+                                       style_args=" ghost_mode exchange fold_images no timing detail")
+    assert DIRECT in output, output[-2000:]
+    assert (IPC_USED in output) == ON_GPU, output[-2000:]
+    assert IPC_REFUSED_BY_DEFAULT not in output and "cuda-ipc not possible" not in output, output[-2000:]
+    check_against_reference(expected(model, atoms, q), thermo, dump)
 
 
 def test_direct_mpi_exchange_relays_through_empty_ranks(lammps, tmp_path, small_model, monkeypatch):
@@ -578,7 +601,8 @@ def test_bad_direct_mpi_settings_are_errors(lammps, tmp_path, small_model, monke
                       ({"EDGEFRAME_EXCHANGE_MPI": "direct", "EDGEFRAME_EXCHANGE_SELF_SWAPS": "lammps"},
                        "EDGEFRAME_EXCHANGE_MPI=direct needs the self swaps skipped"),
                       ({"EDGEFRAME_EXCHANGE_TRANSPORT": "carrier-pigeon"},
-                       "EDGEFRAME_EXCHANGE_TRANSPORT must be 'mpi' (the default) or 'cuda-ipc', not 'carrier-pigeon'")):
+                       "EDGEFRAME_EXCHANGE_TRANSPORT must be 'cuda-ipc' (the default where the engine runs on CUDA) or "
+                       "'mpi', not 'carrier-pigeon'")):
         for k, v in env.items():
             monkeypatch.setenv(k, v)
         run = lammps(script)
