@@ -8,7 +8,8 @@ edgeframe's `timing detail` reports it (the slower rank's time per part).
 
 Also reads bench/gpu_exchange_ab.sh's table and logs (variants side by side: cases are named
 "<variant> <case>", e.g. "direct strong-r24-2gpu"; VARIANTS=direct,... keeps only those and the
-1-GPU baselines).
+1-GPU baselines). The split is the loop's force calls without the setup call where the logs
+have that line (timing detail since 2026-11-30g), else the mean over all calls.
 """
 import os
 import re
@@ -56,13 +57,16 @@ def read_splits(tarball):
             text = tar.extractfile(member).read().decode()
             calls = re.search(r"edgeframe timing over (\d+) force calls", text)
             detail = re.search(r"edgeframe timing detail \(seconds, mean / max over ranks\): (.*)", text)
+            # Logs since 2026-11-30g also give the loop's calls without the setup call (ms per call).
+            loop = re.search(r"edgeframe timing detail per force call after the first \(\d+ calls; ms, mean / max over "
+                             r"ranks\): (.*)", text)
             if not (calls and detail):
                 continue
             parts = {}
-            for item in detail.group(1).split("|"):
-                m = re.match(r"\s*(.*?) ([\d.eE+-]+) / ([\d.eE+-]+)\s*$", item)
+            for item in (loop or detail).group(1).split("|"):
+                m = re.match(r"\s*(.*?) ([\d.eE+-]+) / ([\d.eE+-]+)(?: \(.*\))?\s*$", item)
                 if m:
-                    parts[m.group(1)] = 1e3 * float(m.group(3)) / int(calls.group(1))
+                    parts[m.group(1)] = float(m.group(3)) if loop else 1e3 * float(m.group(3)) / int(calls.group(1))
             case = name[len("log."):]
             splits[case if variant is None else f"{'1 GPU' if variant == 'baseline' else variant} {case}"] = parts
     return splits
@@ -88,7 +92,7 @@ def main(table_path, tarball, dst):
         bottom = [b + v for b, v in zip(bottom, vals)]
     right.set_xticks(range(len(cases)), labels, rotation=30, ha="right", fontsize=7)
     right.set_ylabel("ms per force call (slower rank)")
-    right.set_title("where a force call goes (timing detail)")
+    right.set_title("where a force call goes (timing detail, loop calls)")
     right.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(dst, dpi=120)
