@@ -295,20 +295,8 @@ void edge_frame_pack_backward_edge(const Exec& exec, const EdgeFramePack<Exec, R
     Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge", team_policy<Exec, TagBackwardEdge>(exec, n_edges), f);
     return;
   }
-  EdgeFramePack<Exec, Real> lanes = f;
-  lanes.n_edges = n_edges;
-  lanes.edges_per_team = lanes_edges_per_team<Exec>();
-  const int league = (n_edges + lanes.edges_per_team - 1) / lanes.edges_per_team;
-  if constexpr (lanes_vector_length<Exec>() == kWarpLanes) {  // the warp form needs whole warps
-    if (warp_edge_kernels<Exec>(order)) {
-      Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge",
-                           Kokkos::TeamPolicy<Exec, TagBackwardEdgeWarp>(exec, league, lanes.edges_per_team, kWarpLanes), lanes);
-      return;
-    }
-  }
-  Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge",
-                       Kokkos::TeamPolicy<Exec, TagBackwardEdgeLanes>(exec, league, lanes.edges_per_team,
-                                                                      lanes_vector_length<Exec>()), lanes);
+  launch_edge_lanes<TagBackwardEdgeLanes, TagBackwardEdgeWarp>("edgeframe::edge_frame_pack_backward_edge", exec, f,
+                                                               n_edges, order);
 }
 
 // The per-node half of the backward (grad_n from grad_rot) in either loop order.

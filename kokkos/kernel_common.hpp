@@ -104,6 +104,26 @@ template <class Exec>
 constexpr int lanes_vector_length() {
   return std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace> ? 1 : 32;
 }
+inline constexpr int kWarpLanes = 32;  // a CUDA warp: the vector length of the warp order's kernels
+
+// Launches a per-edge backward pass in the lanes orders: edges_per_team edges per team, one
+// per thread, channels on its vector lanes (a warp each on a GPU); the warp reduce-scatter form
+// TagWarp where warp_edge_kernels says so, else TagLanes. f: a functor with n_edges and
+// edges_per_team (set here on a copy).
+template <class TagLanes, class TagWarp, class Exec, class F>
+void launch_edge_lanes(const char* label, const Exec& exec, F f, int n_edges, LoopOrder order) {
+  f.n_edges = n_edges;
+  f.edges_per_team = lanes_edges_per_team<Exec>();
+  const int league = (n_edges + f.edges_per_team - 1) / f.edges_per_team;
+  if constexpr (lanes_vector_length<Exec>() == kWarpLanes) {  // the warp form needs whole warps
+    if (warp_edge_kernels<Exec>(order)) {
+      Kokkos::parallel_for(label, Kokkos::TeamPolicy<Exec, TagWarp>(exec, league, f.edges_per_team, kWarpLanes), f);
+      return;
+    }
+  }
+  Kokkos::parallel_for(label, Kokkos::TeamPolicy<Exec, TagLanes>(exec, league, f.edges_per_team,
+                                                                 lanes_vector_length<Exec>()), f);
+}
 
 // sum_{c < n} f(c) in double, the same on every lane of the team. On the host (a team of one)
 // eight partial sums in fixed order let the loop vectorise without reassociating anything

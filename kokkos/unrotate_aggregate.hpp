@@ -232,19 +232,7 @@ void unrotate_aggregate_backward(const Exec& exec, const UnrotateAggregate<Exec,
     Kokkos::parallel_for("edgeframe::unrotate_aggregate_backward", team_policy<Exec, TagBackward>(exec, n_edges), f);
     return;
   }
-  UnrotateAggregate<Exec, Real> lanes = f;
-  lanes.n_edges = n_edges;
-  lanes.edges_per_team = lanes_edges_per_team<Exec>();
-  const int league = (n_edges + lanes.edges_per_team - 1) / lanes.edges_per_team;
-  if constexpr (lanes_vector_length<Exec>() == kWarpLanes) {  // the warp form needs whole warps
-    if (warp_edge_kernels<Exec>(order)) {
-      Kokkos::parallel_for("edgeframe::unrotate_aggregate_backward",
-                           Kokkos::TeamPolicy<Exec, TagBackwardWarp>(exec, league, lanes.edges_per_team, kWarpLanes), lanes);
-      return;
-    }
-  }
-  Kokkos::parallel_for("edgeframe::unrotate_aggregate_backward",
-                       Kokkos::TeamPolicy<Exec, TagBackwardLanes>(exec, league, lanes.edges_per_team, lanes_vector_length<Exec>()), lanes);
+  launch_edge_lanes<TagBackwardLanes, TagBackwardWarp>("edgeframe::unrotate_aggregate_backward", exec, f, n_edges, order);
 }
 
 }  // namespace edgeframe::kk

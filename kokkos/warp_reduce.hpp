@@ -18,9 +18,9 @@
 #include <Kokkos_Core.hpp>
 #include <type_traits>
 
-namespace edgeframe::kk {
+#include "kernel_common.hpp"  // kWarpLanes
 
-inline constexpr int kWarpLanes = 32;
+namespace edgeframe::kk {
 
 KOKKOS_INLINE_FUNCTION constexpr int log2_pow2(int n) {
   int r = 0;

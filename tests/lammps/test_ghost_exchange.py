@@ -407,20 +407,29 @@ def test_recomputed_activations_match_the_reference(lammps, tmp_path, small_mode
 DIRECT = "MPI swaps made directly)"
 
 
+IPC_USED = "edgeframe: direct swaps over CUDA IPC"
+IPC_REFUSED = "edgeframe: EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc not possible here (not a CUDA build): direct MPI swaps"
+IPC_REFUSED_BY_DEFAULT = "edgeframe: CUDA IPC not possible here"
+
+
+@pytest.mark.parametrize("transport", ["mpi", "cuda-ipc"])
 @pytest.mark.parametrize("name,nprocs,grid,precision", [
     ("diamond64", 2, "2 1 1", "fp64"), ("diamond64", 4, "1 2 2", "fp64"), ("diamond64", 8, "8 1 1", "fp64"),
     ("diamond64", 8, "2 2 2", "fp64"), ("bcc_cu54", 4, "1 2 2", "fp64"), ("cluster", 4, "4 1 1", "fp64"),
     ("triclinic_ccu16", 3, "3 1 1", "fp64"), ("diamond64", 4, "2 2 1", "fp32")])
 def test_direct_mpi_exchange_matches_the_reference(lammps, tmp_path, small_model, odd_width_model, monkeypatch, name,
-                                                   nprocs, grid, precision):
+                                                   nprocs, grid, precision, transport):
     # EDGEFRAME_EXCHANGE_MPI=direct: the staged exchange makes LAMMPS' brick swaps itself, from
     # the traces (sender, destination, lists), with no host pack / unpack. Subdomains thinner
     # than the cutoff (8 1 1: ghosts relayed over several swaps), self swaps in the first
     # dimension followed by MPI swaps that send atoms with their images (1 2 2), three
     # dimensions of MPI swaps (2 2 2), open boundaries (cluster), a triclinic cell, and fp32
-    # rows of odd width (padding in the last double).
+    # rows of odd width (padding in the last double). Transport cuda-ipc: the swaps copy rows
+    # device to device between the ranks' GPUs (edgeframe_peer.h) on CUDA builds (the ranks
+    # share a node here); host builds say why not and keep the MPI swaps.
     monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
     monkeypatch.setenv("EDGEFRAME_EXCHANGE_MPI", "direct")
+    monkeypatch.setenv("EDGEFRAME_EXCHANGE_TRANSPORT", transport)
     model, path = odd_width_model if precision == "fp32" else small_model
     atoms, boundary = structure(name)
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs,
@@ -429,39 +438,11 @@ def test_direct_mpi_exchange_matches_the_reference(lammps, tmp_path, small_model
     assert DIRECT in output, output[-2000:]
     rows, how = exchange_rows_per_exchange(output)
     assert rows == 0 and how == "skipped", output[-1500:]    # no host pack / unpack at all
-    assert "| direct MPI swaps (MPI, waiting) " in output
-    if precision == "fp32":
-        check_fp32_against_reference(model, atoms, q, thermo, dump)
-    else:
-        check_against_reference(expected(model, atoms, q), thermo, dump)
-
-
-IPC_USED = "edgeframe: direct swaps over CUDA IPC"
-IPC_REFUSED = "edgeframe: EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc not possible here (not a CUDA build): direct MPI swaps"
-IPC_REFUSED_BY_DEFAULT = "edgeframe: CUDA IPC not possible here"
-
-
-@pytest.mark.parametrize("name,nprocs,grid,precision", [
-    ("diamond64", 2, "2 1 1", "fp64"), ("diamond64", 4, "1 2 2", "fp64"), ("diamond64", 8, "2 2 2", "fp64"),
-    ("cluster", 4, "4 1 1", "fp64"), ("diamond64", 4, "2 2 1", "fp32")])
-def test_cuda_ipc_transport_matches_the_reference(lammps, tmp_path, small_model, odd_width_model, monkeypatch, name,
-                                                  nprocs, grid, precision):
-    # EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc: the direct swaps copy rows device to device between
-    # the ranks' GPUs (edgeframe_peer.h). CUDA builds take it (the ranks share a node here);
-    # host builds say why not and keep the MPI swaps. Either way the results are the reference's.
-    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
-    monkeypatch.setenv("EDGEFRAME_EXCHANGE_TRANSPORT", "cuda-ipc")
-    model, path = odd_width_model if precision == "fp32" else small_model
-    atoms, boundary = structure(name)
-    q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs,
-                                       pre=f"processors {grid}", precision=precision,
-                                       style_args=" ghost_mode exchange fold_images no timing detail")
-    assert DIRECT in output, output[-2000:]
-    if ON_GPU:
-        assert IPC_USED in output and "| direct swaps over CUDA IPC (handshakes, device copies, waiting) " in output, \
-            output[-2000:]
-    else:
-        assert IPC_REFUSED in output and "| direct MPI swaps (MPI, waiting) " in output, output[-2000:]
+    ipc = transport == "cuda-ipc" and ON_GPU
+    assert (IPC_USED in output) == ipc, output[-2000:]
+    assert (IPC_REFUSED in output) == (transport == "cuda-ipc" and not ON_GPU), output[-2000:]
+    label = "direct swaps over CUDA IPC (handshakes, device copies, waiting)" if ipc else "direct MPI swaps (MPI, waiting)"
+    assert f"| {label} " in output, output[-2000:]
     if precision == "fp32":
         check_fp32_against_reference(model, atoms, q, thermo, dump)
     else:
