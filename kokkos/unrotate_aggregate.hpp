@@ -169,9 +169,10 @@ struct UnrotateAggregate {
       const int k = band_k(l, mmax);
       with_pow2_slots(2 * l + 1, [&](auto slots) {
         constexpr int NV = decltype(slots)::value;
+        const bool whole_row = 2 * l + 1 <= NV;  // one chunk; else rg needs all 2l+1 rows first
         for (int m = -k; m <= k; ++m) {
           const int prow = packed_row(l, m, lmax), boff = off + (m + k) * (2 * l + 1);
-          if (2 * l + 1 > NV)  // rg needs all 2l+1 rows; the chunks below only their own
+          if (!whole_row)
             for (int c = lane; c < C; c += kWarpLanes) {
               Real rg = band(e, boff) * grad_agg(i, l * l, c);
               for (int t = 1; t <= 2 * l; ++t) rg += band(e, boff + t) * grad_agg(i, l * l + t, c);
@@ -190,10 +191,10 @@ struct UnrotateAggregate {
               for (int t = 0; t < NV; ++t)
                 if (t0 + t <= 2 * l) {
                   const Real G = grad_agg(i, q + t, c);
-                  rg = t == 0 ? band(e, boff) * G : rg + band(e, boff + t) * G;
+                  if (whole_row) rg = t == 0 ? band(e, boff) * G : rg + band(e, boff + t) * G;
                   part[t] += double(wc) * double(G);
                 }
-              if (2 * l + 1 <= NV) {  // the whole row in this one chunk: rg is complete
+              if (whole_row) {  // rg is complete: this chunk is the whole row
                 genv += double(wc) * double(rg);
                 grad_w(e, prow, c) = rg * se;
               }

@@ -449,19 +449,27 @@ def test_direct_mpi_exchange_matches_the_reference(lammps, tmp_path, small_model
         check_against_reference(expected(model, atoms, q), thermo, dump)
 
 
-def test_cuda_ipc_md_with_migration_equals_mpi_swaps(lammps, tmp_path, small_model, monkeypatch):
-    # 40 MD steps on 4 ranks, rebuilds every step: the outboxes are rebound (and grown) with the
-    # swaps; the trajectory equals the MPI transport's.
+def staged_md_40_steps_agree(lammps, tmp_path, small_model, monkeypatch, variable, marker, used):
+    """40 MD steps on 4 ranks (staged exchange, 2 2 1) for each of two settings of `variable`:
+    `marker` is in the log exactly when used[setting], and the two trajectories agree to 1e-9."""
     monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
     _, path = small_model
     atoms, _ = structure("diamond64")
     rows = {}
-    for how in ("cuda-ipc", "mpi"):
-        monkeypatch.setenv("EDGEFRAME_EXCHANGE_TRANSPORT", how)
+    for how in used:
+        monkeypatch.setenv(variable, how)
         output, rows[how] = md_40_steps(lammps, tmp_path, path, atoms, "2 2 1", " ghost_mode exchange timing detail")
-        assert (IPC_USED in output) == (how == "cuda-ipc" and ON_GPU), output[-1500:]
-    assert rows["cuda-ipc"].shape == rows["mpi"].shape == (5, 5)
-    assert close(rows["cuda-ipc"], rows["mpi"], rel=1e-9)
+        assert (marker in output) == used[how], output[-1500:]
+    a, b = rows.values()
+    assert a.shape == b.shape == (5, 5)
+    assert close(a, b, rel=1e-9)
+
+
+def test_cuda_ipc_md_with_migration_equals_mpi_swaps(lammps, tmp_path, small_model, monkeypatch):
+    # 40 MD steps on 4 ranks, rebuilds every step: the outboxes are rebound (and grown) with the
+    # swaps; the trajectory equals the MPI transport's.
+    staged_md_40_steps_agree(lammps, tmp_path, small_model, monkeypatch, "EDGEFRAME_EXCHANGE_TRANSPORT", IPC_USED,
+                             {"cuda-ipc": ON_GPU, "mpi": False})
 
 
 def test_cuda_ipc_is_the_default_transport_where_the_engine_runs_on_cuda(lammps, tmp_path, small_model, monkeypatch):
@@ -497,16 +505,8 @@ def test_direct_mpi_exchange_relays_through_empty_ranks(lammps, tmp_path, small_
 def test_direct_mpi_exchange_md_with_migration_equals_lammps_swaps(lammps, tmp_path, small_model, monkeypatch):
     # 40 MD steps on 4 ranks with rebuilds every step (the swaps' lists change every step, so
     # the traces are redone): direct MPI and LAMMPS' swaps give the same trajectory.
-    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
-    _, path = small_model
-    atoms, _ = structure("diamond64")
-    rows = {}
-    for how in ("direct", "lammps"):
-        monkeypatch.setenv("EDGEFRAME_EXCHANGE_MPI", how)
-        output, rows[how] = md_40_steps(lammps, tmp_path, path, atoms, "2 2 1", " ghost_mode exchange timing detail")
-        assert ("| direct MPI swaps (MPI, waiting) " in output) == (how == "direct"), output[-1500:]
-    assert rows["direct"].shape == rows["lammps"].shape == (5, 5)
-    assert close(rows["direct"], rows["lammps"], rel=1e-9)
+    staged_md_40_steps_agree(lammps, tmp_path, small_model, monkeypatch, "EDGEFRAME_EXCHANGE_MPI",
+                             "| direct MPI swaps (MPI, waiting) ", {"direct": True, "lammps": False})
 
 
 def test_swaps_are_traced_at_neighbour_list_builds_only(lammps, tmp_path, small_model, monkeypatch):

@@ -6,6 +6,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <cmath>
+#include <initializer_list>
 #include <random>
 #include <tuple>
 #include <type_traits>
@@ -221,6 +222,23 @@ Outputs run_kernels(const HostCase& h, const std::vector<double>& n, const std::
 const Shape kShapes[] = {{2, 1, 5}, {3, 1, 4}, {2, 2, 3}, {4, 2, 6}, {2, 1, 8}};  // C % 4 == 0 for lanes4
 constexpr double kScale = 1.0 / 7.5;  // 1 / avg_neighbors
 
+// Outputs of two loop orders that run the same arithmetic on the host: equal bit for bit there,
+// to kLoopRelTol on a device (FMA contraction is the compiler's; the warp order also sums
+// channels in another order). Each output must be nonzero: zeros must not pass for agreement.
+using OutputPair = std::tuple<const std::vector<double>*, const std::vector<double>*, const char*>;
+template <class Exec>
+void expect_same_outputs(std::initializer_list<OutputPair> pairs, const Shape& s) {
+  for (auto [a, b, what] : pairs) {
+    const double sc = max_abs(*a);
+    ASSERT_GT(sc, 0.0) << what;
+    if constexpr (std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>)
+      EXPECT_EQ(*a, *b) << what << " L " << s.lmax << " C " << s.channels;
+    else
+      for (size_t i = 0; i < a->size(); ++i)
+        ASSERT_NEAR((*a)[i], (*b)[i], kLoopRelTol * sc) << what << " L " << s.lmax << " C " << s.channels << " " << i;
+  }
+}
+
 template <class Exec>
 class PackUnrotateTest : public ::testing::Test {};
 TYPED_TEST_SUITE(PackUnrotateTest, test::ExecSpaces);
@@ -313,15 +331,9 @@ TYPED_TEST(PackUnrotateTest, Lanes4NodePassesMatchLanes) {
     const auto lanes = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::lanes);
     const auto lanes4 = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::lanes4);
     EXPECT_EQ(kk::node_channel_block(kk::LoopOrder::lanes4, s.channels), s.channels % 4 == 0 ? 4 : 1);
-    for (auto [a, b, what] : {std::tuple{&lanes.grad_n, &lanes4.grad_n, "grad_n"}, {&lanes.agg, &lanes4.agg, "agg"},
-                              {&lanes.grad_w, &lanes4.grad_w, "grad_w"}, {&lanes.grad_g, &lanes4.grad_g, "grad_g"}}) {
-      const double sc = max_abs(*a);
-      ASSERT_GT(sc, 0.0) << what;
-      if constexpr (std::is_same_v<typename TypeParam::memory_space, Kokkos::HostSpace>)
-        EXPECT_EQ(*a, *b) << what << " C " << s.channels;
-      else
-        for (size_t i = 0; i < a->size(); ++i) ASSERT_NEAR((*a)[i], (*b)[i], kLoopRelTol * sc) << what << " " << i;
-    }
+    expect_same_outputs<TypeParam>({{&lanes.grad_n, &lanes4.grad_n, "grad_n"}, {&lanes.agg, &lanes4.agg, "agg"},
+                                    {&lanes.grad_w, &lanes4.grad_w, "grad_w"}, {&lanes.grad_g, &lanes4.grad_g, "grad_g"}},
+                                   s);
   }
 }
 
@@ -329,25 +341,19 @@ TYPED_TEST(PackUnrotateTest, WarpOrderMatchesLanes4) {
   // warp: on CUDA the two per-edge backward kernels finish their channel sums with one warp
   // reduce-scatter per (l, m) row (warp_reduce.hpp); elsewhere it runs lanes4's kernels (bitwise
   // equal here on the host). The shapes add channel counts above a warp (each lane loops over
-  // channels c, c + 32, ...; 40 and 33 leave lanes idle in the last round) and degrees that need
-  // 16 and 32 partial sums per lane (l = 5, l = 8 = kMaxL).
+  // channels c, c + 32, ...; 40 and 33 leave lanes idle in the last round) and degrees whose
+  // 2l+1 sums go in chunks of kMaxSlots = 8 (l = 5: two chunks, l = 8 = kMaxL: three).
   const Shape shapes[] = {{2, 1, 5}, {3, 2, 40}, {5, 2, 36}, {8, 1, 33}, {2, 2, 64}};
   for (const Shape& s : shapes) {
     const auto h = make_case(s, 47);
     const auto lanes4 = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::lanes4);
     const auto warp = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::warp);
-    for (auto [a, b, what] : {std::tuple{&lanes4.grad_band_p, &warp.grad_band_p, "pack grad_band"},
-                              {&lanes4.grad_band_u, &warp.grad_band_u, "unrotate grad_band"},
-                              {&lanes4.grad_env, &warp.grad_env, "grad_env"}, {&lanes4.grad_w, &warp.grad_w, "grad_w"},
-                              {&lanes4.grad_g, &warp.grad_g, "grad_g"}, {&lanes4.grad_n, &warp.grad_n, "grad_n"}}) {
-      const double sc = max_abs(*a);
-      ASSERT_GT(sc, 0.0) << what;
-      if constexpr (std::is_same_v<typename TypeParam::memory_space, Kokkos::HostSpace>)
-        EXPECT_EQ(*a, *b) << what << " L " << s.lmax << " C " << s.channels;
-      else
-        for (size_t i = 0; i < a->size(); ++i)
-          ASSERT_NEAR((*a)[i], (*b)[i], kLoopRelTol * sc) << what << " L " << s.lmax << " C " << s.channels << " " << i;
-    }
+    // channel sums in another order on a device; bitwise the same kernels on the host
+    expect_same_outputs<TypeParam>({{&lanes4.grad_band_p, &warp.grad_band_p, "pack grad_band"},
+                                    {&lanes4.grad_band_u, &warp.grad_band_u, "unrotate grad_band"},
+                                    {&lanes4.grad_env, &warp.grad_env, "grad_env"}, {&lanes4.grad_w, &warp.grad_w, "grad_w"},
+                                    {&lanes4.grad_g, &warp.grad_g, "grad_g"}, {&lanes4.grad_n, &warp.grad_n, "grad_n"}},
+                                   s);
   }
 }
 
