@@ -13,6 +13,8 @@
 
 #include "pair_edgeframe_kokkos.h"
 
+#include "edgeframe_min_distance.h"
+
 #include "atom_kokkos.h"
 #include "atom_masks.h"
 #include "comm.h"
@@ -248,20 +250,13 @@ void PairEdgeframeKokkos<DeviceType>::check_min_distance_device()
   // The closest candidate pair, by a min-loc reduction; only a violation goes to the host.
   auto x = atomKK->k_x.view<DeviceType>();
   auto pair_image = d_pair_image, pair_i = d_pair_i, atom_of_node = d_atom_of_node;
-  using MinLoc = Kokkos::MinLoc<double, int>;
-  typename MinLoc::value_type closest;
-  Kokkos::parallel_reduce(
-      "edgeframe/kk::min_distance", Kokkos::RangePolicy<DeviceType>(0, m_n_pairs),
-      KOKKOS_LAMBDA(int p, typename MinLoc::value_type &best) {
+  const auto closest = edgeframe_glue::closest_pair<DeviceType>(
+      "edgeframe/kk::min_distance", m_n_pairs, KOKKOS_LAMBDA(int p) {
         const int i = atom_of_node(pair_i(p)), j = pair_image(p);
         double r2 = 0.0;
         for (int d = 0; d < 3; d++) r2 += (x(j, d) - x(i, d)) * (x(j, d) - x(i, d));
-        if (r2 < best.val) {
-          best.val = r2;
-          best.loc = p;
-        }
-      },
-      MinLoc(closest));
+        return r2;
+      });
   if (m_n_pairs == 0 || closest.val >= m_min_distance * m_min_distance) return;
   auto h_pair_i = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(d_pair_i, closest.loc));
   auto h_image = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(d_pair_image, closest.loc));

@@ -28,6 +28,7 @@
 #include "update.h"
 
 #include "edgeframe_lammps_errors.h"
+#include "edgeframe_min_distance.h"
 #include "evaluator.hpp"
 #include "potential.hpp"
 #include "runtime.hpp"
@@ -63,34 +64,24 @@ constexpr int kVoigt[6] = {0, 4, 8, 1, 2, 5};
 // The 9-component centroid order xx, yy, zz, xy, xz, yz, yx, zx, zy.
 constexpr int kCentroid[9] = {0, 4, 8, 1, 2, 5, 3, 6, 7};
 
-// The candidate pair with an owned receiver whose atoms are closest (squared distance, pair
-// index), computed where the buffers live. A free function: CUDA lambdas may not sit in
-// protected member functions.
-Kokkos::MinLoc<double, int>::value_type closest_owned_pair(const EdgeframeBuffers &b, int n_pairs, int n_local,
-                                                          bool folded)
+// The candidate pair with an owned receiver whose atoms are closest (non-owned receivers give
+// the largest double, so they never win).
+edgeframe_glue::ClosestPair closest_owned_pair(const EdgeframeBuffers &b, int n_pairs, int n_local, bool folded)
 {
   auto x = b.x;
   auto pair_i = b.pair_i, pair_j = b.pair_j;
   auto shift = b.pair_shift;    // folded mode: image offsets; empty otherwise
-  using MinLoc = Kokkos::MinLoc<double, int>;
-  typename MinLoc::value_type closest;
-  Kokkos::parallel_reduce(
-      "edgeframe::min_distance", Kokkos::RangePolicy<edgeframe::Exec>(0, n_pairs),
-      KOKKOS_LAMBDA(int p, typename MinLoc::value_type &best) {
+  return edgeframe_glue::closest_pair<edgeframe::Exec>(
+      "edgeframe::min_distance", n_pairs, KOKKOS_LAMBDA(int p) {
         const int i = pair_i(p), j = pair_j(p);
-        if (i >= n_local) return;
+        if (i >= n_local) return Kokkos::Experimental::finite_max_v<double>;
         double r2 = 0.0;
         for (int d = 0; d < 3; d++) {
           const double dx = x(j, d) + (folded ? shift(p, d) : 0.0) - x(i, d);
           r2 += dx * dx;
         }
-        if (r2 < best.val) {
-          best.val = r2;
-          best.loc = p;
-        }
-      },
-      MinLoc(closest));
-  return closest;
+        return r2;
+      });
 }
 
 void finalize_kokkos_at_exit()

@@ -103,14 +103,16 @@ def test_element_not_in_model_is_named_with_the_valid_ones(lammps):
     assert "Si" in run.output and "C, Cu" in run.output
 
 
-@pytest.mark.parametrize("fold", ["yes", "no"])
-def test_atoms_closer_than_min_distance_stop_the_run(lammps, fold):
+@pytest.mark.parametrize("fold,kokkos", [("yes", False), ("no", False), ("yes", True)])
+def test_atoms_closer_than_min_distance_stop_the_run(lammps, fold, kokkos):
     # Two atoms 0.1 A apart (atom 1 at the origin, atom 65 added): the step, both atom IDs and
     # the distance are named and nothing is integrated; folded (periodic images onto owners)
-    # and not (images as ghosts: another pair list).
+    # and not (images as ghosts: another pair list), and edgeframe/kk's device path.
     script = DIAMOND_BOX + "create_atoms 1 single 0.1 0.1 0.1 units box\n"
     run = lammps(script + f"pair_style edgeframe fold_images {fold}\npair_coeff * * {GOLDEN_MODEL} C\n"
-                 "fix 1 all nve\nrun 10\n")
+                 "fix 1 all nve\nrun 10\n", args=KOKKOS_ARGS if kokkos else ())
+    if kokkos:
+        assert "edgeframe/kk: device-resident path" in run.output, run.output[-1500:]
     assert run.returncode != 0
     assert "closer than min_distance 0.3 A" in run.output and "at step 0" in run.output, run.output[-1500:]
     assert re.search(r"atoms (1 and 65|65 and 1) are 0\.1732 A apart", run.output), run.output[-1500:]

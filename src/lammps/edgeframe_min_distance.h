@@ -1,0 +1,42 @@
+/* -*- c++ -*- ----------------------------------------------------------
+   The closest candidate pair of a step (pair_style edgeframe's
+   min_distance check), as a min-loc reduction where the pairs and
+   positions live (the GPU in CUDA builds). Both styles use it:
+   edgeframe/kk's device path on LAMMPS' device positions, the host-data
+   path on the engine's node positions. Only a violation goes to the host.
+------------------------------------------------------------------------- */
+
+#ifndef LMP_EDGEFRAME_MIN_DISTANCE_H
+#define LMP_EDGEFRAME_MIN_DISTANCE_H
+
+#include <Kokkos_Core.hpp>
+
+namespace LAMMPS_NS {
+namespace edgeframe_glue {
+
+  using ClosestPair = Kokkos::MinLoc<double, int>::value_type;    // .val: r^2, .loc: pair index
+
+  // r2(p): the squared distance of pair p, or a value >= the threshold for pairs not checked.
+  // A free function: CUDA lambdas may not sit in private or protected member functions.
+  template <class Exec, class PairR2>
+  ClosestPair closest_pair(const char *label, int n_pairs, const PairR2 &r2)
+  {
+    using MinLoc = Kokkos::MinLoc<double, int>;
+    ClosestPair closest;
+    Kokkos::parallel_reduce(
+        label, Kokkos::RangePolicy<Exec>(0, n_pairs),
+        KOKKOS_LAMBDA(int p, ClosestPair &best) {
+          const double d = r2(p);
+          if (d < best.val) {
+            best.val = d;
+            best.loc = p;
+          }
+        },
+        MinLoc(closest));
+    return closest;
+  }
+
+}    // namespace edgeframe_glue
+}    // namespace LAMMPS_NS
+
+#endif
