@@ -43,7 +43,17 @@ void check(cudaError_t err, const char *what)
 
 }    // namespace
 
-PeerOutbox::PeerOutbox(MPI_Comm world) : m_world(world) {}
+PeerOutbox::PeerOutbox(MPI_Comm world) : m_world(world)
+{
+  // One node: the ranks of the shared-memory split are all ranks (fixed for the run).
+  MPI_Comm node;
+  MPI_Comm_split_type(m_world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int node_size = 0, world_size = 0;
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_size(m_world, &world_size);
+  MPI_Comm_free(&node);
+  m_one_node = node_size == world_size;    // the same on every rank
+}
 
 PeerOutbox::~PeerOutbox()
 {
@@ -90,14 +100,7 @@ bool PeerOutbox::bind(std::size_t words, const std::vector<int> &partners)
 {
   m_why.clear();
 #if defined(KOKKOS_ENABLE_CUDA)
-  // One node: the ranks of the shared-memory split are all ranks.
-  MPI_Comm node;
-  MPI_Comm_split_type(m_world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  int node_size = 0, world_size = 0;
-  MPI_Comm_size(node, &node_size);
-  MPI_Comm_size(m_world, &world_size);
-  MPI_Comm_free(&node);
-  if (node_size != world_size) {    // the same on every rank
+  if (!m_one_node) {
     m_why = "the ranks are on more than one node";
     return false;
   }

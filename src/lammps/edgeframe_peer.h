@@ -38,7 +38,7 @@ namespace edgeframe_glue {
 
   class PeerOutbox {
    public:
-    explicit PeerOutbox(MPI_Comm world);
+    explicit PeerOutbox(MPI_Comm world);    // collective
     ~PeerOutbox();
     PeerOutbox(const PeerOutbox &) = delete;
     PeerOutbox &operator=(const PeerOutbox &) = delete;
@@ -58,6 +58,7 @@ namespace edgeframe_glue {
 
    private:
     MPI_Comm m_world;
+    bool m_one_node = false;                      // all ranks share one node
     std::string m_why;
     double *m_outbox = nullptr;
     std::size_t m_capacity = 0;                   // words, the same on every rank
