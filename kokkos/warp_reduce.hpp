@@ -22,14 +22,6 @@
 
 namespace edgeframe::kk {
 
-KOKKOS_INLINE_FUNCTION constexpr int log2_pow2(int n) {
-  int r = 0;
-  while ((1 << r) < n) ++r;
-  return r;
-}
-// Smallest power of two >= n (n >= 1).
-KOKKOS_INLINE_FUNCTION constexpr int pow2_at_least(int n) { return 1 << log2_pow2(n); }
-
 template <int NV>
 KOKKOS_INLINE_FUNCTION constexpr int reduce_scatter_index(int lane) {
   int index = 0;
@@ -81,11 +73,11 @@ __device__ inline double warp_reduce_scatter(double (&v)[NV], int lane) {
 // (ptxas), for every degree, since a kernel's register count is its worst path's.
 inline constexpr int kMaxSlots = 8;
 
-// Calls f(std::integral_constant<int, NV>{}) with NV = pow2_at_least(min(n, kMaxSlots)): the
-// per-degree kernels keep their NV partial sums in registers, which needs NV at compile time.
+// Calls f(std::integral_constant<int, NV>{}) with NV the smallest power of two >= min(n,
+// kMaxSlots) (2 never occurs: the counts are 2l + 1, odd): the per-degree kernels keep their NV
+// partial sums in registers, which needs NV at compile time.
 template <class F>
 KOKKOS_INLINE_FUNCTION void with_pow2_slots(int n, const F& f) {
-  // no NV = 2: the counts are 2l + 1, odd
   if (n <= 1) f(std::integral_constant<int, 1>{});
   else if (n <= 4) f(std::integral_constant<int, 4>{});
   else f(std::integral_constant<int, kMaxSlots>{});
