@@ -70,6 +70,7 @@ declare -A VARIANT=(
   [C-cont-e50]="C --init-from ${INIT_C:-build-train/init/C-best.pt} --lr 1e-3 --w-energy 50"
   [C-cont-e20]="C --init-from ${INIT_C:-build-train/init/C-best.pt} --lr 1e-3 --w-energy 20"
   [C-cont-e50-lr2]="C --init-from ${INIT_C:-build-train/init/C-best.pt} --lr 2e-3 --w-energy 50"
+  [C-cont-e20-lr2]="C --init-from ${INIT_C:-build-train/init/C-best.pt} --lr 2e-3 --w-energy 20"
 )
 RUNS=${RUNS:-"C Cu"}
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU" || true)
