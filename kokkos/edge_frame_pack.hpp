@@ -20,6 +20,8 @@ namespace edgeframe::kk {
 struct TagBackwardEdge {};
 struct TagBackwardEdgeLanes {};
 struct TagBackwardEdgeWarp {};  // CUDA only (kernel_common.hpp warp_edge_kernels)
+struct TagBackwardEdgeWarpDegree {};  // CUDA only; the degree order's (kernel_common.hpp LoopOrder)
+struct TagBackwardNodeDegree {};      // all 2l+1 rows of one degree per thread (LoopOrder degree)
 struct TagBackwardNode {};
 template <int V>
 struct TagBackwardNodeLanes {};  // V channels per thread (kernel_common.hpp node_channel_block)
@@ -70,6 +72,58 @@ struct EdgeFramePack {
           ur[C + c] = si * gr[C + c];
         });
       }
+    }
+  }
+
+  // The forward in the degree order: the same team and lanes, but each lane loads its channel's
+  // 2l+1 x rows of both ends once per degree into registers (2l+1 <= kMaxSlots) and computes
+  // all 2k+1 output rows from them; the rows order re-reads them for every output row m (2.27 ms,
+  // 41 % of copy at L2 512 tf32, 2026-11-30e). Same products in the same order per element.
+  KOKKOS_INLINE_FUNCTION void operator()(TagForwardDegree, const Team& team) const {
+    const int e = team.league_rank();
+    const int i = recv(e), j = send(e), C = channels;
+    for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
+      const int k = band_k(l, mmax), nrow = 2 * l + 1;
+      const Real* KOKKOS_RESTRICT xj = &n(j, l * l, 0);  // rows (l, -l..l)
+      const Real* KOKKOS_RESTRICT xi = &n(i, l * l, 0);
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(team, C), [&](int c) {
+        with_pow2_slots(nrow, [&](auto slots) {
+          constexpr int NV = decltype(slots)::value;
+          if (nrow <= NV) {
+            Real rj[NV], ri[NV];
+EDGEFRAME_UNROLL
+            for (int t = 0; t < NV; ++t) {
+              rj[t] = t < nrow ? xj[t * C + c] : Real(0);
+              ri[t] = t < nrow ? xi[t * C + c] : Real(0);
+            }
+            for (int m = -k; m <= k; ++m) {
+              const Real* KOKKOS_RESTRICT dr = &band(e, off + (m + k) * nrow);
+              Real sj = dr[0] * rj[0], si = dr[0] * ri[0];
+EDGEFRAME_UNROLL
+              for (int t = 1; t < NV; ++t)
+                if (t < nrow) {
+                  sj += dr[t] * rj[t];
+                  si += dr[t] * ri[t];
+                }
+              const int grow = gate_row(l, m, lmax), prow = packed_row(l, m, lmax);
+              u(e, prow, c) = sj * g(e, grow, c);
+              u(e, prow, C + c) = si * g(e, grow, C + c);
+            }
+          } else {  // l >= 4: the rows order's loads
+            for (int m = -k; m <= k; ++m) {
+              const Real* KOKKOS_RESTRICT dr = &band(e, off + (m + k) * nrow);
+              Real sj = dr[0] * xj[c], si = dr[0] * xi[c];
+              for (int t = 1; t < nrow; ++t) {
+                sj += dr[t] * xj[t * C + c];
+                si += dr[t] * xi[t * C + c];
+              }
+              const int grow = gate_row(l, m, lmax), prow = packed_row(l, m, lmax);
+              u(e, prow, c) = sj * g(e, grow, c);
+              u(e, prow, C + c) = si * g(e, grow, C + c);
+            }
+          }
+        });
+      });
     }
   }
 
@@ -168,41 +222,145 @@ struct EdgeFramePack {
     const int e = team.league_rank() * edges_per_team + team.team_rank();
     if (e >= n_edges) return;  // the whole warp: every lane of it has this e
     const int lane = threadIdx.x;  // Kokkos' CUDA teams put the vector lanes on x
-    const int i = recv(e), j = send(e), C = channels;
+    const int i = recv(e), j = send(e);
     for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
-      const int k = band_k(l, mmax);
-      with_pow2_slots(2 * l + 1, [&](auto slots) {
-        constexpr int NV = decltype(slots)::value;
-        for (int m = -k; m <= k; ++m) {
-          const int boff = off + (m + k) * (2 * l + 1);
-          const int prow = packed_row(l, m, lmax), grow = gate_row(l, m, lmax);
-          for (int t0 = 0; t0 <= 2 * l; t0 += NV) {  // one chunk unless 2l+1 > kMaxSlots
-            double part[NV];
-#pragma unroll
-            for (int t = 0; t < NV; ++t) part[t] = 0.0;
-            for (int c = lane; c < C; c += kWarpLanes) {
-              const Real rj = g(e, grow, c) * grad_u(e, prow, c), ri = g(e, grow, C + c) * grad_u(e, prow, C + c);
-              if (t0 == 0) {
-                grad_rot(e, prow, c) = rj;
-                grad_rot(e, prow, C + c) = ri;
-              }
-              const int q = l * l + t0;
-#pragma unroll
-              for (int t = 0; t < NV; ++t)
-                if (t0 + t <= 2 * l) part[t] += double(rj) * double(n(j, q + t, c)) + double(ri) * double(n(i, q + t, c));
-            }
-            const double sum = warp_reduce_scatter<NV>(part, lane);
-            const int t = t0 + reduce_scatter_index<NV>(lane);
-            if (reduce_scatter_writer<NV>(lane) && t <= 2 * l) grad_band(e, boff + t) = static_cast<Real>(sum);
-          }
-        }
-      });
-      backward_grad_g(e, i, j, l, k, off, lane, kWarpLanes);
+      warp_grad_rot_and_band(e, i, j, l, off, lane);
+      backward_grad_g(e, i, j, l, band_k(l, mmax), off, lane, kWarpLanes);
     }
 #else
     (void)team;
 #endif
   }
+
+  // The backward-edge pass in the degree order (CUDA only; the warp order's mapping). For
+  // degrees with 2l+1 <= kMaxSlots (l <= 3) each lane loads its channel's 2l+1 x rows of both
+  // ends once per gate row (l, |m|) and uses them three times: grad_band's partial sums of the
+  // rows (l, +-m), the rotated values D x of those rows, and grad_g = sum_{+-m} grad_u (D x)
+  // (the forward's u = g (D x)); the warp order re-reads grad_u, band and x per grad_g output.
+  // grad_rot and grad_band as in the warp order; grad_g sums in another order than there.
+  // Degrees l >= 4 take the warp order's path.
+  KOKKOS_INLINE_FUNCTION void operator()(TagBackwardEdgeWarpDegree, const Team& team) const {
+#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDA_ARCH__)
+    const int e = team.league_rank() * edges_per_team + team.team_rank();
+    if (e >= n_edges) return;  // the whole warp: every lane of it has this e
+    const int lane = threadIdx.x;
+    const int i = recv(e), j = send(e);
+    for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
+      if (2 * l + 1 > kMaxSlots) {
+        warp_grad_rot_and_band(e, i, j, l, off, lane);
+        backward_grad_g(e, i, j, l, band_k(l, mmax), off, lane, kWarpLanes);
+        continue;
+      }
+      with_pow2_slots(2 * l + 1, [&](auto slots) {
+        warp_degree_rows<decltype(slots)::value>(e, i, j, l, off, lane);
+      });
+    }
+#else
+    (void)team;
+#endif
+  }
+
+#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDA_ARCH__)
+  // The warp order's grad_rot and grad_band rows of degree l for edge e (all lanes together).
+  __device__ void warp_grad_rot_and_band(int e, int i, int j, int l, int off, int lane) const {
+    const int k = band_k(l, mmax), C = channels;
+    with_pow2_slots(2 * l + 1, [&](auto slots) {
+      constexpr int NV = decltype(slots)::value;
+      for (int m = -k; m <= k; ++m) {
+        const int boff = off + (m + k) * (2 * l + 1);
+        const int prow = packed_row(l, m, lmax), grow = gate_row(l, m, lmax);
+        for (int t0 = 0; t0 <= 2 * l; t0 += NV) {  // one chunk unless 2l+1 > kMaxSlots
+          double part[NV];
+EDGEFRAME_UNROLL
+          for (int t = 0; t < NV; ++t) part[t] = 0.0;
+          for (int c = lane; c < C; c += kWarpLanes) {
+            const Real rj = g(e, grow, c) * grad_u(e, prow, c), ri = g(e, grow, C + c) * grad_u(e, prow, C + c);
+            if (t0 == 0) {
+              grad_rot(e, prow, c) = rj;
+              grad_rot(e, prow, C + c) = ri;
+            }
+            const int q = l * l + t0;
+EDGEFRAME_UNROLL
+            for (int t = 0; t < NV; ++t)
+              if (t0 + t <= 2 * l) part[t] += double(rj) * double(n(j, q + t, c)) + double(ri) * double(n(i, q + t, c));
+          }
+          const double sum = warp_reduce_scatter<NV>(part, lane);
+          const int t = t0 + reduce_scatter_index<NV>(lane);
+          if (reduce_scatter_writer<NV>(lane) && t <= 2 * l) grad_band(e, boff + t) = static_cast<Real>(sum);
+        }
+      }
+    });
+  }
+
+  // The degree order's rows of degree l (2l+1 <= NV) for edge e: per gate row (l, |m|) the
+  // rows (l, +|m|) and, for |m| > 0, (l, -|m|) from one load of the x rows per channel.
+  template <int NV>
+  __device__ void warp_degree_rows(int e, int i, int j, int l, int off, int lane) const {
+    const int k = band_k(l, mmax), C = channels, nrow = 2 * l + 1;
+    for (int am = 0; am <= k; ++am) {
+      const int grow = gate_row(l, am, lmax);
+      const int pp = packed_row(l, am, lmax), pm = packed_row(l, -am, lmax);
+      const int bp = off + (am + k) * nrow, bm = off + (-am + k) * nrow;
+      double part_p[NV], part_m[NV];
+EDGEFRAME_UNROLL
+      for (int t = 0; t < NV; ++t) part_p[t] = part_m[t] = 0.0;
+      for (int c = lane; c < C; c += kWarpLanes) {
+        Real xj[NV], xi[NV];
+EDGEFRAME_UNROLL
+        for (int t = 0; t < NV; ++t) {
+          xj[t] = t < nrow ? n(j, l * l + t, c) : Real(0);
+          xi[t] = t < nrow ? n(i, l * l + t, c) : Real(0);
+        }
+        const Real gj = g(e, grow, c), gi = g(e, grow, C + c);
+        Real ggj, ggi;
+        {  // row (l, +|m|)
+          const Real guj = grad_u(e, pp, c), gui = grad_u(e, pp, C + c);
+          const Real rj = gj * guj, ri = gi * gui;
+          grad_rot(e, pp, c) = rj;
+          grad_rot(e, pp, C + c) = ri;
+          Real dxj = Real(0), dxi = Real(0);
+EDGEFRAME_UNROLL
+          for (int t = 0; t < NV; ++t)
+            if (t < nrow) {
+              part_p[t] += double(rj) * double(xj[t]) + double(ri) * double(xi[t]);
+              const Real d = band(e, bp + t);
+              dxj += d * xj[t];
+              dxi += d * xi[t];
+            }
+          ggj = guj * dxj;
+          ggi = gui * dxi;
+        }
+        if (am > 0) {  // row (l, -|m|): same gate row
+          const Real guj = grad_u(e, pm, c), gui = grad_u(e, pm, C + c);
+          const Real rj = gj * guj, ri = gi * gui;
+          grad_rot(e, pm, c) = rj;
+          grad_rot(e, pm, C + c) = ri;
+          Real dxj = Real(0), dxi = Real(0);
+EDGEFRAME_UNROLL
+          for (int t = 0; t < NV; ++t)
+            if (t < nrow) {
+              part_m[t] += double(rj) * double(xj[t]) + double(ri) * double(xi[t]);
+              const Real d = band(e, bm + t);
+              dxj += d * xj[t];
+              dxi += d * xi[t];
+            }
+          ggj += guj * dxj;
+          ggi += gui * dxi;
+        }
+        grad_g(e, grow, c) = ggj;
+        grad_g(e, grow, C + c) = ggi;
+      }
+      const int t = reduce_scatter_index<NV>(lane);
+      const bool writer = reduce_scatter_writer<NV>(lane) && t < nrow;
+      const double sum_p = warp_reduce_scatter<NV>(part_p, lane);
+      if (writer) grad_band(e, bp + t) = static_cast<Real>(sum_p);
+      if (am > 0) {
+        const double sum_m = warp_reduce_scatter<NV>(part_m, lane);
+        if (writer) grad_band(e, bm + t) = static_cast<Real>(sum_m);
+      }
+    }
+  }
+#endif
 
   // grad_g's rows of degree l for edge e, channels first, first + stride, ... (lanes and warp).
   KOKKOS_INLINE_FUNCTION void backward_grad_g(int e, int i, int j, int l, int k, int off, int first, int stride) const {
@@ -280,11 +438,51 @@ struct EdgeFramePack {
     }
     for (int v = 0; v < V; ++v) grad_n(a, row, c0 + v) = acc[v];
   }
+
+  // The node pass in the degree order: one thread per (node a, degree l, channel c) keeps all
+  // 2l+1 output rows (l, m') in registers (chunks of kMaxSlots for l >= 4) and reads each
+  // grad_rot element once per chunk, where the lanes orders read it once per output row. Per
+  // element the lanes order's products in its order (sender grouping, then receiver CSR; m).
+  KOKKOS_INLINE_FUNCTION void operator()(TagBackwardNodeDegree, std::int64_t idx) const {
+    const int C = channels, c = int(idx % C);
+    const std::int64_t al = idx / C;
+    const int l = int(al % (lmax + 1)), a = int(al / (lmax + 1));
+    const int k = band_k(l, mmax), off = band_offset(l, mmax), nrow = 2 * l + 1;
+    const int n_send = send_offsets(a + 1) - send_offsets(a);
+    const int n_recv = recv_offsets(a + 1) - recv_offsets(a);
+    with_pow2_slots(nrow, [&](auto slots) {
+      constexpr int NV = decltype(slots)::value;
+      for (int t0 = 0; t0 < nrow; t0 += NV) {
+        Real acc[NV];
+EDGEFRAME_UNROLL
+        for (int t = 0; t < NV; ++t) acc[t] = Real(0);
+        for (int q = 0; q < n_send + n_recv; ++q) {
+          const bool sender = q < n_send;
+          const int e = sender ? send_edges(send_offsets(a) + q) : recv_offsets(a) + (q - n_send);
+          const int half = sender ? 0 : C;
+          for (int m = -k; m <= k; ++m) {
+            const Real r = grad_rot(e, packed_row(l, m, lmax), half + c);
+            const int b = off + (m + k) * nrow + t0;
+EDGEFRAME_UNROLL
+            for (int t = 0; t < NV; ++t)
+              if (t0 + t < nrow) acc[t] += band(e, b + t) * r;
+          }
+        }
+EDGEFRAME_UNROLL
+        for (int t = 0; t < NV; ++t)
+          if (t0 + t < nrow) grad_n(a, l * l + t0 + t, c) = acc[t];
+      }
+    });
+  }
 };
 
 template <class Exec, class Real>
-void edge_frame_pack_forward(const Exec& exec, const EdgeFramePack<Exec, Real>& f, int n_edges) {
-  Kokkos::parallel_for("edgeframe::edge_frame_pack", team_policy<Exec, TagForward>(exec, n_edges), f);
+void edge_frame_pack_forward(const Exec& exec, const EdgeFramePack<Exec, Real>& f, int n_edges,
+                             LoopOrder order = default_loop_order<Exec>()) {
+  if (order == LoopOrder::degree)
+    Kokkos::parallel_for("edgeframe::edge_frame_pack", team_policy<Exec, TagForwardDegree>(exec, n_edges), f);
+  else
+    Kokkos::parallel_for("edgeframe::edge_frame_pack", team_policy<Exec, TagForward>(exec, n_edges), f);
 }
 
 // The per-edge half of the backward (grad_rot, grad_band, grad_g) in either loop order.
@@ -295,8 +493,8 @@ void edge_frame_pack_backward_edge(const Exec& exec, const EdgeFramePack<Exec, R
     Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge", team_policy<Exec, TagBackwardEdge>(exec, n_edges), f);
     return;
   }
-  launch_edge_lanes<TagBackwardEdgeLanes, TagBackwardEdgeWarp>("edgeframe::edge_frame_pack_backward_edge", exec, f,
-                                                               n_edges, order);
+  launch_edge_lanes<TagBackwardEdgeLanes, TagBackwardEdgeWarp, TagBackwardEdgeWarpDegree>(
+      "edgeframe::edge_frame_pack_backward_edge", exec, f, n_edges, order);
 }
 
 // The per-node half of the backward (grad_n from grad_rot) in either loop order.
@@ -305,6 +503,10 @@ void edge_frame_pack_backward_node(const Exec& exec, const EdgeFramePack<Exec, R
                                    LoopOrder order = default_loop_order<Exec>()) {
   if (order == LoopOrder::rows) {
     Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node", team_policy<Exec, TagBackwardNode>(exec, n_nodes), f);
+    return;
+  }
+  if (order == LoopOrder::degree) {
+    launch_node_degree<TagBackwardNodeDegree>("edgeframe::edge_frame_pack_backward_node", exec, f, n_nodes);
     return;
   }
   launch_node_lanes<TagBackwardNodeLanes>("edgeframe::edge_frame_pack_backward_node", exec, f, n_nodes, order);

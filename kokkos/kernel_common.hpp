@@ -12,6 +12,15 @@ struct TagForward {};
 struct TagBackward {};
 struct TagValue {};
 struct TagValueAndGrad {};
+struct TagForwardDegree {};  // the forward passes in the degree loop order (LoopOrder below)
+
+// Unroll hint for the register-array loops of the device kernels (nvcc); host compilers, which
+// do not know the pragma and unroll constant-trip loops themselves, see nothing.
+#if defined(__CUDA_ARCH__)
+#define EDGEFRAME_UNROLL _Pragma("unroll")
+#else
+#define EDGEFRAME_UNROLL
+#endif
 
 // Range policy on an execution-space instance, with a pass tag.
 template <class Exec, class Tag = void>
@@ -63,7 +72,15 @@ Kokkos::TeamPolicy<Exec, Tag> team_policy(const Exec& exec, int league) {
 // reduce them together with a warp reduce-scatter (warp_reduce.hpp) instead of 2l+1 separate
 // warp reductions (ncu: pack backward-edge issue-bound at 28 % of copy). Elsewhere the same as
 // lanes4.
-enum class LoopOrder { rows, lanes, lanes4, warp };
+// degree: warp, and (a) the two node passes give each thread one channel of all 2l+1 output
+// rows of one degree (accumulators in registers), so each message / grad_rot element is read
+// once per node instead of once per output row (lanes4 re-reads it 2l+1 times: unrotate forward
+// at 17 % of copy on the H200, 2026-11-30g); (b) on CUDA pack backward-edge computes grad_g
+// from the x rows it already holds for grad_band (grad_g = sum_{+-m} grad_u (D x), the forward's
+// rotated value) instead of re-reading grad_u, band and x per output (44 % of copy). Same
+// products and order per element as lanes4 in (a) (bitwise equal on the host); (b) sums grad_g
+// in another order.
+enum class LoopOrder { rows, lanes, lanes4, warp, degree };
 // Channels per thread of the node passes in this order for this channel count.
 inline int node_channel_block(LoopOrder order, int channels) {
   return (order == LoopOrder::lanes4 || order == LoopOrder::warp) && channels % 4 == 0 ? 4 : 1;
@@ -72,7 +89,7 @@ inline int node_channel_block(LoopOrder order, int channels) {
 template <class Exec>
 constexpr bool warp_edge_kernels(LoopOrder order) {
 #if defined(KOKKOS_ENABLE_CUDA)
-  return order == LoopOrder::warp && std::is_same_v<Exec, Kokkos::Cuda>;
+  return (order == LoopOrder::warp || order == LoopOrder::degree) && std::is_same_v<Exec, Kokkos::Cuda>;
 #else
   (void)order;
   return false;
@@ -86,6 +103,13 @@ void launch_node_lanes(const char* label, const Exec& exec, const F& f, int n_no
     Kokkos::parallel_for(label, node_element_range<Exec, Tag<4>>(exec, n_nodes, f.lmax, f.channels / 4), f);
   else
     Kokkos::parallel_for(label, node_element_range<Exec, Tag<1>>(exec, n_nodes, f.lmax, f.channels), f);
+}
+// Launches a node pass in the degree order: one iteration per (node, degree l, channel c),
+// index ((a (lmax + 1) + l) C + c), 64-bit (f: a functor with lmax and channels).
+template <class Tag, class Exec, class F>
+void launch_node_degree(const char* label, const Exec& exec, const F& f, int n_nodes) {
+  Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec, Tag, Kokkos::IndexType<std::int64_t>>(
+                                  exec, 0, std::int64_t(n_nodes) * (f.lmax + 1) * f.channels), f);
 }
 template <class Exec>
 constexpr LoopOrder default_loop_order() {
@@ -108,14 +132,18 @@ inline constexpr int kWarpLanes = 32;  // a CUDA warp: the vector length of the 
 
 // Launches a per-edge backward pass in the lanes orders: edges_per_team edges per team, one
 // per thread, channels on its vector lanes (a warp each on a GPU); the warp reduce-scatter form
-// TagWarp where warp_edge_kernels says so, else TagLanes. f: a functor with n_edges and
-// edges_per_team (set here on a copy).
-template <class TagLanes, class TagWarp, class Exec, class F>
+// TagWarp where warp_edge_kernels says so (TagWarpDegree in the degree order), else TagLanes.
+// f: a functor with n_edges and edges_per_team (set here on a copy).
+template <class TagLanes, class TagWarp, class TagWarpDegree = TagWarp, class Exec, class F>
 void launch_edge_lanes(const char* label, const Exec& exec, F f, int n_edges, LoopOrder order) {
   f.n_edges = n_edges;
   f.edges_per_team = lanes_edges_per_team<Exec>();
   const int league = (n_edges + f.edges_per_team - 1) / f.edges_per_team;
   if constexpr (lanes_vector_length<Exec>() == kWarpLanes) {  // the warp form needs whole warps
+    if (warp_edge_kernels<Exec>(order) && order == LoopOrder::degree) {
+      Kokkos::parallel_for(label, Kokkos::TeamPolicy<Exec, TagWarpDegree>(exec, league, f.edges_per_team, kWarpLanes), f);
+      return;
+    }
     if (warp_edge_kernels<Exec>(order)) {
       Kokkos::parallel_for(label, Kokkos::TeamPolicy<Exec, TagWarp>(exec, league, f.edges_per_team, kWarpLanes), f);
       return;

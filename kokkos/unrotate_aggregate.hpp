@@ -83,6 +83,40 @@ struct UnrotateAggregate {
     for (int v = 0; v < V; ++v) agg(a, q, c0 + v) = acc[v];
   }
 
+  // The same forward in the degree order: one thread per (node a, degree l, channel c) keeps all
+  // 2l+1 output rows (l, m') in registers (chunks of kMaxSlots for l >= 4) and reads each
+  // message element w[e, (l, m), c] once per chunk, where the lanes orders read it once per
+  // output row. Per element the lanes order's products in its order (edges in CSR order, then
+  // m). In a warp the lanes share a and l (when C is a multiple of 32): band, env and the CSR
+  // are broadcast loads, w's rows coalesced.
+  KOKKOS_INLINE_FUNCTION void operator()(TagForwardDegree, std::int64_t i) const {
+    const int C = channels, c = int(i % C);
+    const std::int64_t al = i / C;
+    const int l = int(al % (lmax + 1)), a = int(al / (lmax + 1));
+    const int k = band_k(l, mmax), off = band_offset(l, mmax), nrow = 2 * l + 1;
+    with_pow2_slots(nrow, [&](auto slots) {
+      constexpr int NV = decltype(slots)::value;
+      for (int t0 = 0; t0 < nrow; t0 += NV) {
+        Real acc[NV];
+EDGEFRAME_UNROLL
+        for (int t = 0; t < NV; ++t) acc[t] = Real(0);
+        for (int e = recv_offsets(a); e < recv_offsets(a + 1); ++e) {
+          const Real se = static_cast<Real>(scale) * env(e);
+          for (int m = -k; m <= k; ++m) {
+            const Real wv = w(e, packed_row(l, m, lmax), c);
+            const int b = off + (m + k) * nrow + t0;
+EDGEFRAME_UNROLL
+            for (int t = 0; t < NV; ++t)
+              if (t0 + t < nrow) acc[t] += (se * band(e, b + t)) * wv;
+          }
+        }
+EDGEFRAME_UNROLL
+        for (int t = 0; t < NV; ++t)
+          if (t0 + t < nrow) agg(a, l * l + t0 + t, c) = acc[t];
+      }
+    });
+  }
+
   // Per edge e: with G = grad_agg[recv(e)] and rg[row, c] = sum_{m'} D_{m m'} G[(l, m'), c],
   //   grad_w = scale u rg,  grad_env = scale sum_{row, c} w rg,  grad_band[(l, m, m')] = scale u sum_c w G.
   KOKKOS_INLINE_FUNCTION void operator()(TagBackward, const Team& team) const {
@@ -181,13 +215,13 @@ struct UnrotateAggregate {
             }
           for (int t0 = 0; t0 <= 2 * l; t0 += NV) {  // one chunk unless 2l+1 > kMaxSlots
             double part[NV];
-#pragma unroll
+EDGEFRAME_UNROLL
             for (int t = 0; t < NV; ++t) part[t] = 0.0;
             for (int c = lane; c < C; c += kWarpLanes) {
               const Real wc = w(e, prow, c);
               Real rg = Real(0);
               const int q = l * l + t0;
-#pragma unroll
+EDGEFRAME_UNROLL
               for (int t = 0; t < NV; ++t)
                 if (t0 + t <= 2 * l) {
                   const Real G = grad_agg(i, q + t, c);
@@ -221,6 +255,10 @@ void unrotate_aggregate_forward(const Exec& exec, const UnrotateAggregate<Exec, 
                                 LoopOrder order = default_loop_order<Exec>()) {
   if (order == LoopOrder::rows) {
     Kokkos::parallel_for("edgeframe::unrotate_aggregate", team_policy<Exec, TagForward>(exec, n_nodes), f);
+    return;
+  }
+  if (order == LoopOrder::degree) {
+    launch_node_degree<TagForwardDegree>("edgeframe::unrotate_aggregate", exec, f, n_nodes);
     return;
   }
   launch_node_lanes<TagForwardLanes>("edgeframe::unrotate_aggregate", exec, f, n_nodes, order);

@@ -26,7 +26,7 @@
 # Run it from a script file, never as `bash /dev/stdin <<EOF` (doc/gpu-notes.md).
 # example: examples/gpu/in.diamond-gpu into $OUT/log.diamond-gpu.
 # looporder: the loop orders of the edge-frame kernels (EDGEFRAME_LOOP_ORDER, LOOP_ORDERS: default
-#        rows lanes lanes4 warp; doc/engine.md "Loop orders") side by side: per-kernel split of L2
+#        rows lanes lanes4 warp degree; doc/engine.md "Loop orders") side by side: per-kernel split of L2
 #        and L3 at 512 atoms in fp32 and L2 in tf32, and the fp64 forces of each order against the
 #        first one listed,
 #        into $OUT/looporder.log.
@@ -163,7 +163,7 @@ do_ncu() {
 }
 
 do_looporder() {
-  local orders=${LOOP_ORDERS:-rows lanes lanes4 warp}
+  local orders=${LOOP_ORDERS:-rows lanes lanes4 warp degree}
   echo "== looporder: $orders (bench/edgeframe_bench, 512 atoms)"
   local bench=$build/bench/edgeframe_bench order shape
   {
@@ -171,7 +171,7 @@ do_looporder() {
       for order in $orders; do
         echo "-- $shape, EDGEFRAME_LOOP_ORDER=$order, fp32"
         EDGEFRAME_LOOP_ORDER=$order "$bench" --shape "$shape" --cells 4 --reps 10 --precision fp32 > /tmp/looporder.out || status=1
-        grep -E "step|edgeframe::(edge_frame_pack_backward|unrotate)|LibTorch" /tmp/looporder.out
+        grep -E "step|edgeframe::|LibTorch" /tmp/looporder.out
         EDGEFRAME_LOOP_ORDER=$order "$bench" --shape "$shape" --cells 4 --reps 1 --precision fp64 \
           --forces-out "/tmp/forces-$order" > /tmp/looporder.out || status=1
         grep -E "^  step \(" /tmp/looporder.out
@@ -184,7 +184,7 @@ do_looporder() {
       [[ $order == rows ]] && continue
       echo "-- L2, EDGEFRAME_LOOP_ORDER=$order, tf32"
       EDGEFRAME_LOOP_ORDER=$order "$bench" --shape L2 --cells 4 --reps 10 --precision tf32 > /tmp/looporder.out || status=1
-      grep -E "step|edgeframe::(edge_frame_pack_backward|unrotate)|LibTorch" /tmp/looporder.out
+      grep -E "step|edgeframe::|LibTorch" /tmp/looporder.out
     done
   } > "$OUT/looporder.log" 2>&1 || status=1
   cat "$OUT/looporder.log"

@@ -155,7 +155,7 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
       using Real = decltype(real);
       auto f = pack_functor<Real>(s, n, band, g);
       f.u = bridge::view3<Real>(u, "packed u");
-      kk::edge_frame_pack_forward(exec, f, E);
+      kk::edge_frame_pack_forward(exec, f, E, s.loop_order);
     });
     fence_for_torch(exec);
     return u;

@@ -208,7 +208,7 @@ Outputs run_kernels(const HostCase& h, const std::vector<double>& n, const std::
   kk::EdgeFramePack<Exec, Real> pack{as3<Real, Exec>(dn, h.N, h.D, C), band2, as3<Real, Exec>(dg, h.E, h.G, 2 * C),
                                      recv, send, ro, so, se, u, as3<Real, Exec>(dgu, h.E, h.K, 2 * C), grad_rot, grad_n, gbp, grad_g,
                                      h.s.lmax, h.s.mmax, C};
-  kk::edge_frame_pack_forward(exec, pack, h.E);
+  kk::edge_frame_pack_forward(exec, pack, h.E, order);
   kk::edge_frame_pack_backward(exec, pack, h.E, h.N, order);
   kk::UnrotateAggregate<Exec, Real> unrot{as3<Real, Exec>(dw, h.E, h.K, C), band2, denv, recv, ro, agg,
                                           as3<Real, Exec>(dga, h.N, h.D, C), grad_w, gbu, genv, scale,
@@ -353,6 +353,30 @@ TYPED_TEST(PackUnrotateTest, WarpOrderMatchesLanes4) {
                                     {&lanes4.grad_band_u, &warp.grad_band_u, "unrotate grad_band"},
                                     {&lanes4.grad_env, &warp.grad_env, "grad_env"}, {&lanes4.grad_w, &warp.grad_w, "grad_w"},
                                     {&lanes4.grad_g, &warp.grad_g, "grad_g"}, {&lanes4.grad_n, &warp.grad_n, "grad_n"}},
+                                   s);
+  }
+}
+
+TYPED_TEST(PackUnrotateTest, DegreeOrderMatchesLanes4) {
+  // degree: the node passes sum all 2l+1 rows of a degree per thread (each message / grad_rot
+  // element read once per node, not once per output row) and the pack forward keeps x's rows
+  // in registers (same products in the same order: bitwise equal to lanes4 on the host); on
+  // CUDA pack backward-edge takes grad_g from the x rows it holds for grad_band
+  // (sum_{+-m} grad_u (D x): another order, to rounding there).
+  // Shapes: degrees up to 8 (2l+1 > kMaxSlots = 8 goes in chunks: l = 5 two, l = 8 three; on
+  // CUDA the edge pass takes the warp path there), channel counts below, at and above a warp
+  // (33, 40: a warp spans two degrees or nodes), mmax 1 and 2 (pairs of rows per gate row).
+  const Shape shapes[] = {{2, 1, 5}, {3, 2, 40}, {5, 2, 36}, {8, 1, 33}, {2, 2, 64}, {3, 3, 32}};
+  for (const Shape& s : shapes) {
+    const auto h = make_case(s, 53);
+    const auto lanes4 = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::lanes4);
+    const auto degree = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::degree);
+    expect_same_outputs<TypeParam>({{&lanes4.u, &degree.u, "u"}, {&lanes4.agg, &degree.agg, "agg"},
+                                    {&lanes4.grad_n, &degree.grad_n, "grad_n"},
+                                    {&lanes4.grad_band_p, &degree.grad_band_p, "pack grad_band"},
+                                    {&lanes4.grad_g, &degree.grad_g, "grad_g"},
+                                    {&lanes4.grad_band_u, &degree.grad_band_u, "unrotate grad_band"},
+                                    {&lanes4.grad_env, &degree.grad_env, "grad_env"}, {&lanes4.grad_w, &degree.grad_w, "grad_w"}},
                                    s);
   }
 }
