@@ -4,11 +4,14 @@ with a training run's metrics.json (e.g. a file written by tools/train/export.py
 machine than the one that trained it):
 
     $EDGEFRAME_PYTHON tools/train/evaluate.py --element C --potential potentials/C-diamond.safetensors \
-        --compare RUN_DIR/metrics.json [--splits val test] [--threads 2] [--out cpu-metrics.json]
+        --compare RUN_DIR/metrics.json [--splits val test] [--threads 2] [--out cpu-metrics.json] \
+        [--parity parity.png]
 
 The file is read through the validating reader (edgeframe_ref.potential_io.load_model) in
 float64, as train.py evaluates its written file; the loss uses the run's weights when --compare
-is given. Prints each RMSE / MAE and its relative difference to the compared run.
+is given. Prints each RMSE / MAE and its relative difference to the compared run. --parity
+draws train.py's test-set parity plot (plot_parity, same title) from the same predictions, for
+runs whose parity.png did not come back.
 """
 
 import argparse
@@ -24,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from edgeframe_ref.potential_io import load_model  # noqa: E402
 from train.dataset import build_splits  # noqa: E402
-from train.train import metrics  # noqa: E402
+from train.train import metrics, plot_parity  # noqa: E402
 
 KEYS = ("energy_rmse_meV_atom", "energy_mae_meV_atom", "force_rmse_meV_A", "force_mae_meV_A",
         "virial_rmse_meV_atom", "loss")
@@ -42,7 +45,11 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--eval-batch", type=int, default=64)
     ap.add_argument("--out", type=pathlib.Path, default=None)
+    ap.add_argument("--parity", type=pathlib.Path, default=None,
+                    help="write the test split's parity plot here (as train.py's parity.png)")
     args = ap.parse_args()
+    if args.parity is not None and "test" not in args.splits:
+        ap.error("--parity needs the test split in --splits")
     torch.set_num_threads(args.threads)
     model = load_model(args.potential, dtype=torch.float64, device=torch.device("cpu"))
     ref = json.loads(args.compare.read_text()) if args.compare else None
@@ -55,8 +62,12 @@ def main():
     results = {}
     for name in args.splits:
         t0 = time.time()
-        m, _ = metrics(model, splits[name], args.eval_batch, weights)
+        m, pred = metrics(model, splits[name], args.eval_batch, weights)
         results[name] = m
+        if name == "test" and args.parity is not None:
+            plot_parity(splits[name], pred, args.parity,
+                        f"{args.element} test set: E {m['energy_rmse_meV_atom']:.2f} meV/atom, "
+                        f"F {m['force_rmse_meV_A']:.1f} meV/A RMSE")
         print(f"{name}: {m['frames']} frames, {time.time() - t0:.0f} s")
         for k in KEYS:
             line = f"  {k:22s} {m[k]:12.6f}"
