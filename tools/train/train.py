@@ -243,7 +243,8 @@ def parse_args(argv=None):
                     help="only build the neighbour-list cache (--cache) and exit")
     ap.add_argument("--name", default=None, help="potential file name (default <element>)")
     ap.add_argument("--init-from", type=pathlib.Path, default=None,
-                    help="continue from a best.pt / last.pt of an earlier run: its model config (e0 and "
+                    help="continue from a best.pt / last.pt of an earlier run, or from a potential "
+                         "file (.safetensors, e.g. a shipped one): its model config (e0 and "
                          "avg_neighbors included) and weights; optimiser and schedule start afresh")
     for k, v in PRESETS["C"].items():
         ap.add_argument("--" + k.replace("_", "-"), type=type(v), default=None)
@@ -300,7 +301,12 @@ def main(argv=None):
     if args.init_from is not None:
         # Continue an earlier run: the same model (its e0 and avg_neighbors too, so the energy
         # surface does not jump), its weights, fresh Adam state and learning-rate schedule.
-        ck = torch.load(args.init_from, map_location="cpu")
+        if args.init_from.suffix == ".safetensors":
+            # A potential file (train.py writes the best EMA weights into it; stored in float32
+            # for a float32 run, they are that run's best.pt weights exactly).
+            ck = _checkpoint_from_potential(args.init_from)
+        else:
+            ck = torch.load(args.init_from, map_location="cpu")
         given = ModelConfig(**ck["cfg"])
         differs = [k for k in hp if getattr(given, k) != getattr(cfg, k)]
         if given.species != species or differs:
@@ -494,6 +500,14 @@ def main(argv=None):
         print(f"[{args.element}]   {fam:10s} E {v['energy_rmse_meV_atom']:8.3f} F "
               f"{v['force_rmse_meV_A']:8.2f} W {v['virial_rmse_meV_atom']:8.2f}", flush=True)
     return results
+
+
+def _checkpoint_from_potential(path):
+    """A potential file as --init-from reads a best.pt: cfg, state (float64) and the epoch."""
+    file_model = load_model(path, dtype=torch.float64, device=torch.device("cpu"))
+    training = json.loads(file_model.meta.get("provenance", {}).get("training", "{}") or "{}")
+    return dict(cfg=file_model.cfg.to_dict(), state=file_model.state_dict(),
+                epoch=f"{training.get('best_epoch', '?')} of the run that wrote the file")
 
 
 def _subset(graphs, keep, sub):
