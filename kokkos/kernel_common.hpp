@@ -72,14 +72,16 @@ Kokkos::TeamPolicy<Exec, Tag> team_policy(const Exec& exec, int league) {
 // reduce them together with a warp reduce-scatter (warp_reduce.hpp) instead of 2l+1 separate
 // warp reductions (ncu: pack backward-edge issue-bound at 28 % of copy). Elsewhere the same as
 // lanes4.
-// degree: warp, and (a) the two node passes give each thread one channel of all 2l+1 output
-// rows of one degree (accumulators in registers), so each message / grad_rot element is read
-// once per node instead of once per output row (lanes4 re-reads it 2l+1 times: unrotate forward
-// at 17 % of copy on the H200, 2026-11-30g); (b) on CUDA pack backward-edge computes grad_g
-// from the x rows it already holds for grad_band (grad_g = sum_{+-m} grad_u (D x), the forward's
-// rotated value) instead of re-reading grad_u, band and x per output (44 % of copy). Same
-// products and order per element as lanes4 in (a) (bitwise equal on the host); (b) sums grad_g
-// in another order.
+// degree (the device default since 2026-11-30h): warp, and (a) the two node passes give each
+// thread one channel of all 2l+1 output rows of one degree (accumulators in registers), so each
+// message / grad_rot element is read once per node instead of once per output row; (b) the
+// pack forward keeps each lane's x rows of a degree in registers for all its output rows;
+// (c) on CUDA pack backward-edge computes grad_g from the x rows it already holds for grad_band
+// (grad_g = sum_{+-m} grad_u (D x), the forward's rotated value) instead of re-reading grad_u,
+// band and x per output. Same products and order per element as lanes4 in (a) and (b) (bitwise
+// equal on the host); (c) sums grad_g in another order. Measured (doc/benchmarks.md "Eighth
+// run"): (b) and (c) 17-22 % faster at L3, (a) within +-7 % of lanes4's node passes (issue-bound
+// on the edge walk, not on re-reads: the same instructions per output).
 enum class LoopOrder { rows, lanes, lanes4, warp, degree };
 // Channels per thread of the node passes in this order for this channel count.
 inline int node_channel_block(LoopOrder order, int channels) {
@@ -113,10 +115,11 @@ void launch_node_degree(const char* label, const Exec& exec, const F& f, int n_n
 }
 template <class Exec>
 constexpr LoopOrder default_loop_order() {
-  // Devices: warp (lanes4 measured on the H200, 2026-11-30f: L2 tf32 step 25.9 -> 22.6 ms, L3
+  // Devices: degree (lanes4 measured on the H200, 2026-11-30f: L2 tf32 step 25.9 -> 22.6 ms, L3
   // fp32 110.4 -> 100.6 ms against lanes, doc/benchmarks.md "Sixth run"; warp against lanes4:
-  // doc/benchmarks.md "Seventh run").
-  return std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace> ? LoopOrder::rows : LoopOrder::warp;
+  // "Seventh run"; degree against warp, 2026-11-30h: L3 fp32 99.8 -> 90.0 ms, bcc Cu 4394 L3
+  // tf32 143.1 -> 126.7 ms, "Eighth run").
+  return std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace> ? LoopOrder::rows : LoopOrder::degree;
 }
 // lanes: edges per team and vector length (a warp on a GPU; 1 on the host, where the variant
 // runs only to be tested).

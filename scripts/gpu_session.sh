@@ -13,7 +13,8 @@
 #        the evaluator against the goldens) and the LAMMPS-level tests with the CUDA plugin
 #        (the plain style runs the engine on the GPU; /kk with -k on g 1 -sf kk).
 #        LAMMPS_TESTS picks a subset (pytest node ids; LAMMPS_TEST_K a pytest -k expression,
-#        LAMMPS_TEST_ARGS more pytest options, split at spaces): on the GPU each lmp start loads the
+#        LAMMPS_TEST_ARGS more pytest options, split at spaces; -rA names each test's outcome,
+#        whereas -v only cancels the step's own -q): on the GPU each lmp start loads the
 #        CUDA libraries of torch and Kokkos, which makes the whole suite slow there.
 # gate:  tools/gate.py (GATE_ARGS, GATE_BUDGET) into $OUT/gate (GATE_OUT: another name, for a
 #        second gate in one call).

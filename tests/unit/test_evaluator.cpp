@@ -360,7 +360,7 @@ TEST(Evaluator, RecomputedEdgePartsGiveTheSameResults) {
 
 TEST(Evaluator, AllLoopOrdersGiveTheSameResults) {
   // EDGEFRAME_LOOP_ORDER picks the edge-frame kernels' loop order (kernel_common.hpp): rows (the
-  // host default), lanes, lanes4, warp (the GPU default) and degree give the same model to rounding, and a
+  // host default), lanes, lanes4, warp and degree (the GPU default) give the same model to rounding, and a
   // wrong value is refused by name.
   const Golden g = load_golden("triclinic_ccu16_L3m2");
   const auto pot = read_potential(g.model_file);
