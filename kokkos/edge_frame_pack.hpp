@@ -312,41 +312,28 @@ EDGEFRAME_UNROLL
           xi[t] = t < nrow ? n(i, l * l + t, c) : Real(0);
         }
         const Real gj = g(e, grow, c), gi = g(e, grow, C + c);
-        Real ggj, ggi;
-        {  // row (l, +|m|)
-          const Real guj = grad_u(e, pp, c), gui = grad_u(e, pp, C + c);
+        Real ggj = Real(0), ggi = Real(0);  // 0 + a b rounds as a b: the first row adds exactly
+        // One row (l, m) of this gate row: grad_rot, grad_band's partial sums, and its term
+        // grad_u (D x) of grad_g.
+        auto row = [&](int prow, int brow, double(&part)[NV]) {
+          const Real guj = grad_u(e, prow, c), gui = grad_u(e, prow, C + c);
           const Real rj = gj * guj, ri = gi * gui;
-          grad_rot(e, pp, c) = rj;
-          grad_rot(e, pp, C + c) = ri;
+          grad_rot(e, prow, c) = rj;
+          grad_rot(e, prow, C + c) = ri;
           Real dxj = Real(0), dxi = Real(0);
 EDGEFRAME_UNROLL
           for (int t = 0; t < NV; ++t)
             if (t < nrow) {
-              part_p[t] += double(rj) * double(xj[t]) + double(ri) * double(xi[t]);
-              const Real d = band(e, bp + t);
-              dxj += d * xj[t];
-              dxi += d * xi[t];
-            }
-          ggj = guj * dxj;
-          ggi = gui * dxi;
-        }
-        if (am > 0) {  // row (l, -|m|): same gate row
-          const Real guj = grad_u(e, pm, c), gui = grad_u(e, pm, C + c);
-          const Real rj = gj * guj, ri = gi * gui;
-          grad_rot(e, pm, c) = rj;
-          grad_rot(e, pm, C + c) = ri;
-          Real dxj = Real(0), dxi = Real(0);
-EDGEFRAME_UNROLL
-          for (int t = 0; t < NV; ++t)
-            if (t < nrow) {
-              part_m[t] += double(rj) * double(xj[t]) + double(ri) * double(xi[t]);
-              const Real d = band(e, bm + t);
+              part[t] += double(rj) * double(xj[t]) + double(ri) * double(xi[t]);
+              const Real d = band(e, brow + t);
               dxj += d * xj[t];
               dxi += d * xi[t];
             }
           ggj += guj * dxj;
           ggi += gui * dxi;
-        }
+        };
+        row(pp, bp, part_p);
+        if (am > 0) row(pm, bm, part_m);  // row (l, -|m|): same gate row
         grad_g(e, grow, c) = ggj;
         grad_g(e, grow, C + c) = ggi;
       }
@@ -444,10 +431,8 @@ EDGEFRAME_UNROLL
   // grad_rot element once per chunk, where the lanes orders read it once per output row. Per
   // element the lanes order's products in its order (sender grouping, then receiver CSR; m).
   KOKKOS_INLINE_FUNCTION void operator()(TagBackwardNodeDegree, std::int64_t idx) const {
-    const int C = channels, c = int(idx % C);
-    const std::int64_t al = idx / C;
-    const int l = int(al % (lmax + 1)), a = int(al / (lmax + 1));
-    const int k = band_k(l, mmax), off = band_offset(l, mmax), nrow = 2 * l + 1;
+    const auto [a, l, c] = degree_element(idx, lmax, channels);
+    const int C = channels, k = band_k(l, mmax), off = band_offset(l, mmax), nrow = 2 * l + 1;
     const int n_send = send_offsets(a + 1) - send_offsets(a);
     const int n_recv = recv_offsets(a + 1) - recv_offsets(a);
     with_pow2_slots(nrow, [&](auto slots) {

@@ -90,9 +90,7 @@ struct UnrotateAggregate {
   // m). In a warp the lanes share a and l (when C is a multiple of 32): band, env and the CSR
   // are broadcast loads, w's rows coalesced.
   KOKKOS_INLINE_FUNCTION void operator()(TagForwardDegree, std::int64_t i) const {
-    const int C = channels, c = int(i % C);
-    const std::int64_t al = i / C;
-    const int l = int(al % (lmax + 1)), a = int(al / (lmax + 1));
+    const auto [a, l, c] = degree_element(i, lmax, channels);
     const int k = band_k(l, mmax), off = band_offset(l, mmax), nrow = 2 * l + 1;
     with_pow2_slots(nrow, [&](auto slots) {
       constexpr int NV = decltype(slots)::value;
