@@ -104,14 +104,15 @@ KOKKOS_INLINE_FUNCTION NodeElement node_element(std::int64_t i, int lmax, int ch
   x.mp = x.row - x.l * x.l - x.l;
   return x;
 }
-// One work item of the degree loop order's node passes from its flat index
-// i = (a (lmax + 1) + l) C + c (kernel_common.hpp launch_node_degree).
+// One work item of the degree loop orders' node passes from its flat index
+// i = (a (lmax + 1) + l) blocks + cb, cb the block of channels (kernel_common.hpp
+// launch_node_degree).
 struct DegreeElement {
-  int a, l, c;
+  int a, l, cb;
 };
-KOKKOS_INLINE_FUNCTION DegreeElement degree_element(std::int64_t i, int lmax, int channels) {
-  const std::int64_t al = i / channels;
-  return {int(al / (lmax + 1)), int(al % (lmax + 1)), int(i % channels)};
+KOKKOS_INLINE_FUNCTION DegreeElement degree_element(std::int64_t i, int lmax, int blocks) {
+  const std::int64_t al = i / blocks;
+  return {int(al / (lmax + 1)), int(al % (lmax + 1)), int(i % blocks)};
 }
 // Number of band rows K = sum_l (2 k(l) + 1).
 KOKKOS_INLINE_FUNCTION constexpr int band_rows(int lmax, int mmax) {

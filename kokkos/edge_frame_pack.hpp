@@ -21,7 +21,6 @@ struct TagBackwardEdge {};
 struct TagBackwardEdgeLanes {};
 struct TagBackwardEdgeWarp {};  // CUDA only (kernel_common.hpp warp_edge_kernels)
 struct TagBackwardEdgeWarpDegree {};  // CUDA only; the degree order's (kernel_common.hpp LoopOrder)
-struct TagBackwardNodeDegree {};      // all 2l+1 rows of one degree per thread (LoopOrder degree)
 struct TagBackwardNode {};
 template <int V>
 struct TagBackwardNodeLanes {};  // V channels per thread (kernel_common.hpp node_channel_block)
@@ -426,36 +425,44 @@ EDGEFRAME_UNROLL
     for (int v = 0; v < V; ++v) grad_n(a, row, c0 + v) = acc[v];
   }
 
-  // The node pass in the degree order: one thread per (node a, degree l, channel c) keeps all
-  // 2l+1 output rows (l, m') in registers (chunks of kMaxSlots for l >= 4) and reads each
-  // grad_rot element once per chunk, where the lanes orders read it once per output row. Per
-  // element the lanes order's products in its order (sender grouping, then receiver CSR; m).
-  KOKKOS_INLINE_FUNCTION void operator()(TagBackwardNodeDegree, std::int64_t idx) const {
-    const auto [a, l, c] = degree_element(idx, lmax, channels);
-    const int C = channels, k = band_k(l, mmax), off = band_offset(l, mmax), nrow = 2 * l + 1;
+  // The node pass in the degree orders: one thread per (node a, degree l, block of V channels
+  // c0..c0+V-1) keeps all 2l+1 output rows (l, m') in registers (chunks of kMaxSlots for
+  // l >= 4) and reads each grad_rot element once per chunk, where the lanes orders read it once
+  // per output row; with V = 4 (degree4) each band entry serves 4 channels. Per element the
+  // lanes order's products in its order (sender grouping, then receiver CSR; m).
+  template <int V>
+  KOKKOS_INLINE_FUNCTION void operator()(TagNodeDegree<V>, std::int64_t idx) const {
+    const auto [a, l, cb] = degree_element(idx, lmax, channels / V);
+    const int C = channels, c0 = cb * V, k = band_k(l, mmax), off = band_offset(l, mmax), nrow = 2 * l + 1;
     const int n_send = send_offsets(a + 1) - send_offsets(a);
     const int n_recv = recv_offsets(a + 1) - recv_offsets(a);
     with_pow2_slots(nrow, [&](auto slots) {
       constexpr int NV = decltype(slots)::value;
       for (int t0 = 0; t0 < nrow; t0 += NV) {
-        Real acc[NV];
+        Real acc[NV][V];
 EDGEFRAME_UNROLL
-        for (int t = 0; t < NV; ++t) acc[t] = Real(0);
+        for (int t = 0; t < NV; ++t)
+          for (int v = 0; v < V; ++v) acc[t][v] = Real(0);
         for (int q = 0; q < n_send + n_recv; ++q) {
           const bool sender = q < n_send;
           const int e = sender ? send_edges(send_offsets(a) + q) : recv_offsets(a) + (q - n_send);
           const int half = sender ? 0 : C;
           for (int m = -k; m <= k; ++m) {
-            const Real r = grad_rot(e, packed_row(l, m, lmax), half + c);
+            Real r[V];
+            for (int v = 0; v < V; ++v) r[v] = grad_rot(e, packed_row(l, m, lmax), half + c0 + v);
             const int b = off + (m + k) * nrow + t0;
 EDGEFRAME_UNROLL
             for (int t = 0; t < NV; ++t)
-              if (t0 + t < nrow) acc[t] += band(e, b + t) * r;
+              if (t0 + t < nrow) {
+                const Real d = band(e, b + t);
+                for (int v = 0; v < V; ++v) acc[t][v] += d * r[v];
+              }
           }
         }
 EDGEFRAME_UNROLL
         for (int t = 0; t < NV; ++t)
-          if (t0 + t < nrow) grad_n(a, l * l + t0 + t, c) = acc[t];
+          if (t0 + t < nrow)
+            for (int v = 0; v < V; ++v) grad_n(a, l * l + t0 + t, c0 + v) = acc[t][v];
       }
     });
   }
@@ -464,7 +471,7 @@ EDGEFRAME_UNROLL
 template <class Exec, class Real>
 void edge_frame_pack_forward(const Exec& exec, const EdgeFramePack<Exec, Real>& f, int n_edges,
                              LoopOrder order = default_loop_order<Exec>()) {
-  if (order == LoopOrder::degree)
+  if (degree_order(order))
     Kokkos::parallel_for("edgeframe::edge_frame_pack", team_policy<Exec, TagForwardDegree>(exec, n_edges), f);
   else
     Kokkos::parallel_for("edgeframe::edge_frame_pack", team_policy<Exec, TagForward>(exec, n_edges), f);
@@ -490,8 +497,8 @@ void edge_frame_pack_backward_node(const Exec& exec, const EdgeFramePack<Exec, R
     Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node", team_policy<Exec, TagBackwardNode>(exec, n_nodes), f);
     return;
   }
-  if (order == LoopOrder::degree) {
-    launch_node_degree<TagBackwardNodeDegree>("edgeframe::edge_frame_pack_backward_node", exec, f, n_nodes);
+  if (degree_order(order)) {
+    launch_node_degree<TagNodeDegree>("edgeframe::edge_frame_pack_backward_node", exec, f, n_nodes, order);
     return;
   }
   launch_node_lanes<TagBackwardNodeLanes>("edgeframe::edge_frame_pack_backward_node", exec, f, n_nodes, order);

@@ -12,7 +12,9 @@ struct TagForward {};
 struct TagBackward {};
 struct TagValue {};
 struct TagValueAndGrad {};
-struct TagForwardDegree {};  // the forward passes in the degree loop order (LoopOrder below)
+struct TagForwardDegree {};  // the pack forward in the degree loop orders (LoopOrder below)
+template <int V>
+struct TagNodeDegree {};  // the node passes in the degree loop orders, V channels per thread
 
 // Unroll hint for the register-array loops of the device kernels (nvcc); host compilers, which
 // do not know the pragma and unroll constant-trip loops themselves, see nothing.
@@ -82,16 +84,24 @@ Kokkos::TeamPolicy<Exec, Tag> team_policy(const Exec& exec, int league) {
 // equal on the host); (c) sums grad_g in another order. Measured (doc/benchmarks.md "Eighth
 // run"): (b) and (c) 17-22 % faster at L3, (a) within +-7 % of lanes4's node passes (issue-bound
 // on the edge walk, not on re-reads: the same instructions per output).
-enum class LoopOrder { rows, lanes, lanes4, warp, degree };
+// degree4: degree whose node passes give each thread 4 consecutive channels (channels % 4 == 0;
+// else 1) of all 2l+1 rows: one band load serves 4 products (lanes4's sharing) and one message
+// load 2l+1 (degree's): about 2.7x fewer loads per output at l = 2. A quarter of degree's
+// threads (N (lmax+1) C / 4: 65 k for 512 atoms at L3), so small systems may lose. Not measured
+// yet (written 2026-11-30h after the last GPU call; doc/gpu-notes.md).
+enum class LoopOrder { rows, lanes, lanes4, warp, degree, degree4 };
+// The orders whose pack forward, pack backward-edge and node passes take the degree forms.
+constexpr bool degree_order(LoopOrder order) { return order == LoopOrder::degree || order == LoopOrder::degree4; }
 // Channels per thread of the node passes in this order for this channel count.
 inline int node_channel_block(LoopOrder order, int channels) {
-  return (order == LoopOrder::lanes4 || order == LoopOrder::warp) && channels % 4 == 0 ? 4 : 1;
+  return (order == LoopOrder::lanes4 || order == LoopOrder::warp || order == LoopOrder::degree4) && channels % 4 == 0 ? 4
+                                                                                                              : 1;
 }
 // Whether the per-edge backward kernels take their warp reduce-scatter form (CUDA only).
 template <class Exec>
 constexpr bool warp_edge_kernels(LoopOrder order) {
 #if defined(KOKKOS_ENABLE_CUDA)
-  return (order == LoopOrder::warp || order == LoopOrder::degree) && std::is_same_v<Exec, Kokkos::Cuda>;
+  return (order == LoopOrder::warp || degree_order(order)) && std::is_same_v<Exec, Kokkos::Cuda>;
 #else
   (void)order;
   return false;
@@ -106,12 +116,16 @@ void launch_node_lanes(const char* label, const Exec& exec, const F& f, int n_no
   else
     Kokkos::parallel_for(label, node_element_range<Exec, Tag<1>>(exec, n_nodes, f.lmax, f.channels), f);
 }
-// Launches a node pass in the degree order: one iteration per (node, degree l, channel c),
-// index ((a (lmax + 1) + l) C + c), 64-bit (f: a functor with lmax and channels).
-template <class Tag, class Exec, class F>
-void launch_node_degree(const char* label, const Exec& exec, const F& f, int n_nodes) {
-  Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec, Tag, Kokkos::IndexType<std::int64_t>>(
-                                  exec, 0, std::int64_t(n_nodes) * (f.lmax + 1) * f.channels), f);
+// Launches a node pass in the degree orders: one iteration per (node, degree l, block of V
+// channels), index ((a (lmax + 1) + l) C / V + block), 64-bit, Tag<V> with V =
+// node_channel_block (f: a functor with lmax and channels).
+template <template <int> class Tag, class Exec, class F>
+void launch_node_degree(const char* label, const Exec& exec, const F& f, int n_nodes, LoopOrder order) {
+  const std::int64_t items = std::int64_t(n_nodes) * (f.lmax + 1) * f.channels;
+  if (node_channel_block(order, f.channels) == 4)
+    Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec, Tag<4>, Kokkos::IndexType<std::int64_t>>(exec, 0, items / 4), f);
+  else
+    Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec, Tag<1>, Kokkos::IndexType<std::int64_t>>(exec, 0, items), f);
 }
 template <class Exec>
 constexpr LoopOrder default_loop_order() {
@@ -143,7 +157,7 @@ void launch_edge_lanes(const char* label, const Exec& exec, F f, int n_edges, Lo
   f.edges_per_team = lanes_edges_per_team<Exec>();
   const int league = (n_edges + f.edges_per_team - 1) / f.edges_per_team;
   if constexpr (lanes_vector_length<Exec>() == kWarpLanes) {  // the warp form needs whole warps
-    if (warp_edge_kernels<Exec>(order) && order == LoopOrder::degree) {
+    if (warp_edge_kernels<Exec>(order) && degree_order(order)) {
       Kokkos::parallel_for(label, Kokkos::TeamPolicy<Exec, TagWarpDegree>(exec, league, f.edges_per_team, kWarpLanes), f);
       return;
     }

@@ -83,34 +83,42 @@ struct UnrotateAggregate {
     for (int v = 0; v < V; ++v) agg(a, q, c0 + v) = acc[v];
   }
 
-  // The same forward in the degree order: one thread per (node a, degree l, channel c) keeps all
-  // 2l+1 output rows (l, m') in registers (chunks of kMaxSlots for l >= 4) and reads each
-  // message element w[e, (l, m), c] once per chunk, where the lanes orders read it once per
-  // output row. Per element the lanes order's products in its order (edges in CSR order, then
-  // m). In a warp the lanes share a and l (when C is a multiple of 32): band, env and the CSR
-  // are broadcast loads, w's rows coalesced.
-  KOKKOS_INLINE_FUNCTION void operator()(TagForwardDegree, std::int64_t i) const {
-    const auto [a, l, c] = degree_element(i, lmax, channels);
-    const int k = band_k(l, mmax), off = band_offset(l, mmax), nrow = 2 * l + 1;
+  // The same forward in the degree orders: one thread per (node a, degree l, block of V
+  // channels c0..c0+V-1) keeps all 2l+1 output rows (l, m') in registers (chunks of kMaxSlots
+  // for l >= 4) and reads each message element w[e, (l, m), c] once per chunk, where the lanes
+  // orders read it once per output row; with V = 4 (degree4) each band entry serves 4 channels.
+  // Per element the lanes order's products in its order (edges in CSR order, then m). In a warp
+  // the lanes share a and l (when C / V is a multiple of 32): band, env and the CSR are
+  // broadcast loads.
+  template <int V>
+  KOKKOS_INLINE_FUNCTION void operator()(TagNodeDegree<V>, std::int64_t i) const {
+    const auto [a, l, cb] = degree_element(i, lmax, channels / V);
+    const int c0 = cb * V, k = band_k(l, mmax), off = band_offset(l, mmax), nrow = 2 * l + 1;
     with_pow2_slots(nrow, [&](auto slots) {
       constexpr int NV = decltype(slots)::value;
       for (int t0 = 0; t0 < nrow; t0 += NV) {
-        Real acc[NV];
+        Real acc[NV][V];
 EDGEFRAME_UNROLL
-        for (int t = 0; t < NV; ++t) acc[t] = Real(0);
+        for (int t = 0; t < NV; ++t)
+          for (int v = 0; v < V; ++v) acc[t][v] = Real(0);
         for (int e = recv_offsets(a); e < recv_offsets(a + 1); ++e) {
           const Real se = static_cast<Real>(scale) * env(e);
           for (int m = -k; m <= k; ++m) {
-            const Real wv = w(e, packed_row(l, m, lmax), c);
+            Real wv[V];
+            for (int v = 0; v < V; ++v) wv[v] = w(e, packed_row(l, m, lmax), c0 + v);
             const int b = off + (m + k) * nrow + t0;
 EDGEFRAME_UNROLL
             for (int t = 0; t < NV; ++t)
-              if (t0 + t < nrow) acc[t] += (se * band(e, b + t)) * wv;
+              if (t0 + t < nrow) {
+                const Real d = se * band(e, b + t);
+                for (int v = 0; v < V; ++v) acc[t][v] += d * wv[v];
+              }
           }
         }
 EDGEFRAME_UNROLL
         for (int t = 0; t < NV; ++t)
-          if (t0 + t < nrow) agg(a, l * l + t0 + t, c) = acc[t];
+          if (t0 + t < nrow)
+            for (int v = 0; v < V; ++v) agg(a, l * l + t0 + t, c0 + v) = acc[t][v];
       }
     });
   }
@@ -255,8 +263,8 @@ void unrotate_aggregate_forward(const Exec& exec, const UnrotateAggregate<Exec, 
     Kokkos::parallel_for("edgeframe::unrotate_aggregate", team_policy<Exec, TagForward>(exec, n_nodes), f);
     return;
   }
-  if (order == LoopOrder::degree) {
-    launch_node_degree<TagForwardDegree>("edgeframe::unrotate_aggregate", exec, f, n_nodes);
+  if (degree_order(order)) {
+    launch_node_degree<TagNodeDegree>("edgeframe::unrotate_aggregate", exec, f, n_nodes, order);
     return;
   }
   launch_node_lanes<TagForwardLanes>("edgeframe::unrotate_aggregate", exec, f, n_nodes, order);

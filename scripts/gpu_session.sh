@@ -27,7 +27,7 @@
 # Run it from a script file, never as `bash /dev/stdin <<EOF` (doc/gpu-notes.md).
 # example: examples/gpu/in.diamond-gpu into $OUT/log.diamond-gpu.
 # looporder: the loop orders of the edge-frame kernels (EDGEFRAME_LOOP_ORDER, LOOP_ORDERS: default
-#        rows lanes lanes4 warp degree; doc/engine.md "Loop orders") side by side: per-kernel split of L2
+#        rows lanes lanes4 warp degree degree4; doc/engine.md "Loop orders") side by side: per-kernel split of L2
 #        and L3 at 512 atoms in fp32 and L2 in tf32, and the fp64 forces of each order against the
 #        first one listed,
 #        into $OUT/looporder.log.
@@ -164,7 +164,7 @@ do_ncu() {
 }
 
 do_looporder() {
-  local orders=${LOOP_ORDERS:-rows lanes lanes4 warp degree}
+  local orders=${LOOP_ORDERS:-rows lanes lanes4 warp degree degree4}
   echo "== looporder: $orders (bench/edgeframe_bench, 512 atoms)"
   local bench=$build/bench/edgeframe_bench order shape
   {

@@ -60,7 +60,8 @@ kk::LoopOrder loop_order_from_env() {
   if (s == "lanes4") return kk::LoopOrder::lanes4;
   if (s == "warp") return kk::LoopOrder::warp;
   if (s == "degree") return kk::LoopOrder::degree;
-  throw InputError("EDGEFRAME_LOOP_ORDER='" + s + "' (valid: rows, lanes, lanes4, warp, degree)");
+  if (s == "degree4") return kk::LoopOrder::degree4;
+  throw InputError("EDGEFRAME_LOOP_ORDER='" + s + "' (valid: rows, lanes, lanes4, warp, degree, degree4)");
 }
 
 // cuBLAS TF32 for the GEMMs of one compute() call (tf32 mode), restored afterwards: the switch

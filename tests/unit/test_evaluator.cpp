@@ -360,13 +360,13 @@ TEST(Evaluator, RecomputedEdgePartsGiveTheSameResults) {
 
 TEST(Evaluator, AllLoopOrdersGiveTheSameResults) {
   // EDGEFRAME_LOOP_ORDER picks the edge-frame kernels' loop order (kernel_common.hpp): rows (the
-  // host default), lanes, lanes4, warp and degree (the GPU default) give the same model to rounding, and a
+  // host default), lanes, lanes4, warp, degree (the GPU default) and degree4 give the same model to rounding, and a
   // wrong value is refused by name.
   const Golden g = load_golden("triclinic_ccu16_L3m2");
   const auto pot = read_potential(g.model_file);
   const auto d = upload(g, g.x);
   std::vector<HostResult> out;
-  for (const char* order : {"rows", "lanes", "lanes4", "warp", "degree"}) {
+  for (const char* order : {"rows", "lanes", "lanes4", "warp", "degree", "degree4"}) {
     setenv("EDGEFRAME_LOOP_ORDER", order, 1);
     Evaluator ev(pot, {Precision::fp64});
     out.push_back(run(ev, d));

@@ -357,27 +357,31 @@ TYPED_TEST(PackUnrotateTest, WarpOrderMatchesLanes4) {
   }
 }
 
-TYPED_TEST(PackUnrotateTest, DegreeOrderMatchesLanes4) {
+TYPED_TEST(PackUnrotateTest, DegreeOrdersMatchLanes4) {
   // degree: the node passes sum all 2l+1 rows of a degree per thread (each message / grad_rot
   // element read once per node, not once per output row) and the pack forward keeps x's rows
   // in registers (same products in the same order: bitwise equal to lanes4 on the host); on
   // CUDA pack backward-edge takes grad_g from the x rows it holds for grad_band
-  // (sum_{+-m} grad_u (D x): another order, to rounding there).
+  // (sum_{+-m} grad_u (D x): another order, to rounding there). degree4: the node passes with
+  // 4 channels per thread where channels % 4 == 0 (40, 36, 64, 32 here), else 1 (5, 33).
   // Shapes: degrees up to 8 (2l+1 > kMaxSlots = 8 goes in chunks: l = 5 two, l = 8 three; on
   // CUDA the edge pass takes the warp path there), channel counts below, at and above a warp
-  // (33, 40: a warp spans two degrees or nodes), mmax 1 and 2 (pairs of rows per gate row).
+  // (33, 40: a warp spans two degrees or nodes), mmax 1 to 3 (pairs of rows per gate row).
   const Shape shapes[] = {{2, 1, 5}, {3, 2, 40}, {5, 2, 36}, {8, 1, 33}, {2, 2, 64}, {3, 3, 32}};
   for (const Shape& s : shapes) {
     const auto h = make_case(s, 53);
     const auto lanes4 = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::lanes4);
-    const auto degree = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::degree);
-    expect_same_outputs<TypeParam>({{&lanes4.u, &degree.u, "u"}, {&lanes4.agg, &degree.agg, "agg"},
-                                    {&lanes4.grad_n, &degree.grad_n, "grad_n"},
-                                    {&lanes4.grad_band_p, &degree.grad_band_p, "pack grad_band"},
-                                    {&lanes4.grad_g, &degree.grad_g, "grad_g"},
-                                    {&lanes4.grad_band_u, &degree.grad_band_u, "unrotate grad_band"},
-                                    {&lanes4.grad_env, &degree.grad_env, "grad_env"}, {&lanes4.grad_w, &degree.grad_w, "grad_w"}},
-                                   s);
+    for (const kk::LoopOrder order : {kk::LoopOrder::degree, kk::LoopOrder::degree4}) {
+      SCOPED_TRACE(order == kk::LoopOrder::degree ? "degree" : "degree4");
+      const auto d = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, order);
+      expect_same_outputs<TypeParam>({{&lanes4.u, &d.u, "u"}, {&lanes4.agg, &d.agg, "agg"},
+                                      {&lanes4.grad_n, &d.grad_n, "grad_n"},
+                                      {&lanes4.grad_band_p, &d.grad_band_p, "pack grad_band"},
+                                      {&lanes4.grad_g, &d.grad_g, "grad_g"},
+                                      {&lanes4.grad_band_u, &d.grad_band_u, "unrotate grad_band"},
+                                      {&lanes4.grad_env, &d.grad_env, "grad_env"}, {&lanes4.grad_w, &d.grad_w, "grad_w"}},
+                                     s);
+    }
   }
 }
 
