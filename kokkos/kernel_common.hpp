@@ -94,8 +94,8 @@ enum class LoopOrder { rows, lanes, lanes4, warp, degree, degree4 };
 constexpr bool degree_order(LoopOrder order) { return order == LoopOrder::degree || order == LoopOrder::degree4; }
 // Channels per thread of the node passes in this order for this channel count.
 inline int node_channel_block(LoopOrder order, int channels) {
-  return (order == LoopOrder::lanes4 || order == LoopOrder::warp || order == LoopOrder::degree4) && channels % 4 == 0 ? 4
-                                                                                                              : 1;
+  const bool blocks_of_4 = order == LoopOrder::lanes4 || order == LoopOrder::warp || order == LoopOrder::degree4;
+  return blocks_of_4 && channels % 4 == 0 ? 4 : 1;
 }
 // Whether the per-edge backward kernels take their warp reduce-scatter form (CUDA only).
 template <class Exec>
@@ -157,12 +157,11 @@ void launch_edge_lanes(const char* label, const Exec& exec, F f, int n_edges, Lo
   f.edges_per_team = lanes_edges_per_team<Exec>();
   const int league = (n_edges + f.edges_per_team - 1) / f.edges_per_team;
   if constexpr (lanes_vector_length<Exec>() == kWarpLanes) {  // the warp form needs whole warps
-    if (warp_edge_kernels<Exec>(order) && degree_order(order)) {
-      Kokkos::parallel_for(label, Kokkos::TeamPolicy<Exec, TagWarpDegree>(exec, league, f.edges_per_team, kWarpLanes), f);
-      return;
-    }
     if (warp_edge_kernels<Exec>(order)) {
-      Kokkos::parallel_for(label, Kokkos::TeamPolicy<Exec, TagWarp>(exec, league, f.edges_per_team, kWarpLanes), f);
+      if (degree_order(order))
+        Kokkos::parallel_for(label, Kokkos::TeamPolicy<Exec, TagWarpDegree>(exec, league, f.edges_per_team, kWarpLanes), f);
+      else
+        Kokkos::parallel_for(label, Kokkos::TeamPolicy<Exec, TagWarp>(exec, league, f.edges_per_team, kWarpLanes), f);
       return;
     }
   }

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from edgeframe_ref.potential_io import load_model  # noqa: E402
 from train.dataset import build_splits  # noqa: E402
-from train.train import metrics, plot_parity  # noqa: E402
+from train.train import metrics, parity_title, plot_parity  # noqa: E402
 
 KEYS = ("energy_rmse_meV_atom", "energy_mae_meV_atom", "force_rmse_meV_A", "force_mae_meV_A",
         "virial_rmse_meV_atom", "loss")
@@ -65,9 +65,7 @@ def main():
         m, pred = metrics(model, splits[name], args.eval_batch, weights)
         results[name] = m
         if name == "test" and args.parity is not None:
-            plot_parity(splits[name], pred, args.parity,
-                        f"{args.element} test set: E {m['energy_rmse_meV_atom']:.2f} meV/atom, "
-                        f"F {m['force_rmse_meV_A']:.1f} meV/A RMSE")
+            plot_parity(splits[name], pred, args.parity, parity_title(args.element, m))
         print(f"{name}: {m['frames']} frames, {time.time() - t0:.0f} s")
         for k in KEYS:
             line = f"  {k:22s} {m[k]:12.6f}"

@@ -177,6 +177,12 @@ def plot_history(history, path, title):
     plt.close(fig)
 
 
+def parity_title(element, m):
+    """The parity plot's title from a split's metrics (train.py's parity.png, evaluate.py --parity)."""
+    return (f"{element} test set: E {m['energy_rmse_meV_atom']:.2f} meV/atom, "
+            f"F {m['force_rmse_meV_A']:.1f} meV/A RMSE")
+
+
 def plot_parity(graphs, pred, path, title):
     import matplotlib
     matplotlib.use("Agg")
@@ -481,9 +487,7 @@ def main(argv=None):
         m, pred = metrics(final, g, args.eval_batch, weights)
         results[split_name] = m
         if split_name == "test":
-            plot_parity(g, pred, out / "parity.png",
-                        f"{args.element} test set: E {m['energy_rmse_meV_atom']:.2f} meV/atom, "
-                        f"F {m['force_rmse_meV_A']:.1f} meV/A RMSE")
+            plot_parity(g, pred, out / "parity.png", parity_title(args.element, m))
     results["training"] = summary
     results["wall_seconds"] = round(time.time() - t_start)
     (out / "metrics.json").write_text(json.dumps(results, indent=1) + "\n")
