@@ -111,9 +111,9 @@ def build_case(system, size, shape, workdir, **overrides):
                 elements=elements, ref=ref)
 
 
-def run_engine(args, c, precision, recompute=False):
+def run_engine(args, c, precision, recompute=False, bench=None):
     forces = c["case"].with_suffix(f".{precision}{'-recompute' if recompute else ''}.forces")
-    cmd = [args.bench, "--case", str(c["case"]), "--potential", str(c["potential"]), "--precision", precision,
+    cmd = [bench or args.bench, "--case", str(c["case"]), "--potential", str(c["potential"]), "--precision", precision,
            "--reps", str(args.repeats), "--warmup", str(args.warmup), "--forces-out", str(forces)]
     if recompute:    # activations recompute, in edge chunks of --edge-chunk edges (0: all at once)
         cmd += ["--recompute", "--edge-chunk", str(getattr(args, "edge_chunk", 0))]
@@ -182,6 +182,9 @@ def markdown(results):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench", required=True, help="bench/edgeframe_bench of a CUDA build")
+    ap.add_argument("--bench-b", default="",
+                    help="a second edgeframe_bench (another version of the code) for the engine-b-<precision>[-recompute] "
+                         "columns: an A/B of two builds against the same reference forces, in one run")
     ap.add_argument("--lmp", default="", help="lmp with KOKKOS CUDA (empty: no LAMMPS column)")
     ap.add_argument("--plugin", default="", help="edgeframeplugin.so built for that lmp")
     ap.add_argument("--lmp-package", default="neigh full newton off",
@@ -190,7 +193,8 @@ def main():
                     help="what follows '-k on' in the LAMMPS column (default: one GPU; tests use 't 1')")
     ap.add_argument("--cases", default="", help="system:size:shape,... (default: the issue's list)")
     ap.add_argument("--columns", default="eager,compile,engine-fp32,engine-tf32,lammps-fp32",
-                    help="eager, compile, compile-tf32 (TF32 GEMMs on), engine-<precision>[-recompute], lammps-<precision>")
+                    help="eager, compile, compile-tf32 (TF32 GEMMs on), engine-<precision>[-recompute], "
+                         "engine-b-<precision>[-recompute] (--bench-b), lammps-<precision>")
     ap.add_argument("--edge-chunk", type=int, default=0,
                     help="edges per recomputed chunk in the engine-<precision>-recompute columns (0: all)")
     ap.add_argument("--repeats", type=int, default=10)
@@ -238,7 +242,10 @@ def main():
                                 repeats=args.repeats, warmup=args.warmup, threads=0, edge_chunk=0, max_memory_gb=0)
                     r = bench_reference.run_worker(case, args.case_timeout)
                     r = {k: r[k] for k in ("median_s", "times_s", "peak_bytes", "first_call_s", "error") if k in r}
-                elif col.startswith("engine-"):    # engine-<precision>[-recompute]
+                elif col.startswith("engine-b-") and args.bench_b:    # engine-b-<precision>[-recompute]
+                    parts = col.split("-")
+                    r = run_engine(args, c, parts[2], recompute="recompute" in parts[3:], bench=args.bench_b)
+                elif col.startswith("engine-") and not col.startswith("engine-b-"):    # engine-<precision>[-recompute]
                     parts = col.split("-")
                     r = run_engine(args, c, parts[1], recompute="recompute" in parts[2:])
                 elif col.startswith("lammps-") and args.lmp:

@@ -254,8 +254,7 @@ struct Evaluator::Impl {
                lw.rad_send.index_select(0, sp_send);
     a = F::silu(a);
     a = F::silu(torch::addmm(lw.rad_b1, a, lw.rad_w1.t()));
-    const Tensor g = torch::addmm(lw.rad_b2, a, lw.rad_w2.t()).reshape({E, kk::gate_rows(cfg.lmax, cfg.mmax), 2 * C});
-    const Tensor u = impl::edge_frame_pack(n, band, g, step);
+    const Tensor u = impl::edge_frame_pack(n, band, a, lw.rad_w2, lw.rad_b2, step);  // with g = a w2^T + b2
     const int K = static_cast<int>(u.size(1));
     // Explicit widths: a rank without edges has E = 0, where -1 is ambiguous.
     const Tensor z = impl::so2_linear(u.reshape({E, K * 2 * C}), lw.so2_1_plan);

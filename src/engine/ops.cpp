@@ -141,14 +141,25 @@ kk::EdgeFramePack<Exec, Real> pack_functor(const StepContext& s, const Tensor& n
   return f;
 }
 
+// The radial MLP's last linear and the pack in one function: g = a w^T + b [E, gate_rows, 2C] is
+// made in the forward and again in the backward, and only a [E, H_r] is kept in between. g is
+// the widest tensor the layer would otherwise keep for its backward (gate_rows x 2C against H_r
+// columns: 20x at L2, 36x at L3 for H_r = 64); making it again costs one GEMM of K = H_r
+// (doc/gpu-notes.md, ninth session).
 struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
-  static Tensor forward(AutogradContext* ctx, const Tensor& n, const Tensor& band, const Tensor& g,
-                        std::int64_t step_handle) {
+  static Tensor radial_multipliers(const Tensor& a, const Tensor& w, const Tensor& b, const StepContext& s) {
+    const int E = s.graph.n_edges;
+    return torch::addmm(b, a, w.t()).view({E, kk::gate_rows(s.lmax, s.mmax), 2 * s.channels});
+  }
+
+  static Tensor forward(AutogradContext* ctx, const Tensor& n, const Tensor& band, const Tensor& a, const Tensor& w,
+                        const Tensor& b, std::int64_t step_handle) {
     ctx->saved_data["step"] = step_handle;
-    ctx->save_for_backward({n, band, g});
+    ctx->save_for_backward({n, band, a, w, b});
     const StepContext& s = step_of(ctx);
     const StepTimer timer(s, &StepTimes::edge_frame);
     const int E = s.graph.n_edges, K = kk::band_rows(s.lmax, s.mmax);
+    const Tensor g = radial_multipliers(a, w, b, s);
     Tensor u = torch::empty({E, K, 2 * s.channels}, options(s.dtype));
     const Exec exec = bridge::exec_instance();
     with_real(s.dtype, [&](auto real) {
@@ -161,14 +172,21 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
     return u;
   }
 
+  // grad_u may be overwritten: it is the gradient of u, whose one consumer is the first SO(2)
+  // linear, and nothing reads it after this function. Where the backward-edge kernel allows it
+  // (kk::grad_rot_may_alias_grad_u), grad_rot takes grad_u's memory instead of E K 2C more.
   template <class Real>
   static variable_list run_backward(AutogradContext* ctx, const Tensor& grad_u, const StepContext& s) {
     const auto saved = ctx->get_saved_variables();
-    const Tensor &n = saved[0], &band = saved[1], &g = saved[2];
+    const Tensor &n = saved[0], &band = saved[1], &a = saved[2], &w = saved[3], &b = saved[4];
     const int E = s.graph.n_edges;
     const bool want_n = ctx->needs_input_grad(0);
     Tensor grad_n = want_n ? torch::empty_like(n) : Tensor();
-    Tensor grad_band = torch::empty_like(band), grad_g = torch::empty_like(g), grad_rot = torch::empty_like(grad_u);
+    Tensor grad_band = torch::empty_like(band);
+    Tensor g = radial_multipliers(a, w, b, s);
+    Tensor grad_g = torch::empty_like(g);
+    const Tensor grad_rot =
+        kk::grad_rot_may_alias_grad_u<Exec>(s.loop_order, s.lmax) ? grad_u : torch::empty_like(grad_u);
     auto f = pack_functor<Real>(s, n, band, g);
     f.grad_u = bridge::view3<const Real>(grad_u, "grad u");
     f.grad_rot = bridge::view3<Real>(grad_rot, "grad rot");
@@ -176,12 +194,18 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
     f.grad_g = bridge::view3<Real>(grad_g, "grad g");
     const Exec exec = bridge::exec_instance();
     kk::edge_frame_pack_backward_edge(exec, f, E, s.loop_order);
+    fence_for_torch(exec);
+    const Tensor grad_a = grad_g.view({E, -1}).mm(w);
+    // The node pass reads only grad_rot, band and n: g and grad_g go back to the allocator
+    // first (on CUDA the stream orders their reuse after the kernels above).
+    g.reset();
+    grad_g.reset();
     if (want_n) {  // layer 0's input does not depend on the positions: skip its node pass
       f.grad_n = bridge::view3<Real>(grad_n, "grad n");
       kk::edge_frame_pack_backward_node(exec, f, s.graph.n_nodes, s.loop_order);
+      fence_for_torch(exec);
     }
-    fence_for_torch(exec);
-    return {grad_n, grad_band, grad_g, Tensor()};
+    return {grad_n, grad_band, grad_a, Tensor(), Tensor(), Tensor()};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -467,9 +491,9 @@ torch::autograd::variable_list edge_geometry(const torch::Tensor& vec, StepConte
   return EdgeGeometryFn::apply(vec, handle_of(step));
 }
 
-torch::Tensor edge_frame_pack(const torch::Tensor& n, const torch::Tensor& band, const torch::Tensor& g,
-                              StepContext& step) {
-  return EdgeFramePackFn::apply(n.contiguous(), band, g.contiguous(), handle_of(step));
+torch::Tensor edge_frame_pack(const torch::Tensor& n, const torch::Tensor& band, const torch::Tensor& a,
+                              const torch::Tensor& w, const torch::Tensor& b, StepContext& step) {
+  return EdgeFramePackFn::apply(n.contiguous(), band, a.contiguous(), w, b, handle_of(step));
 }
 
 torch::Tensor unrotate_aggregate(const torch::Tensor& w, const torch::Tensor& band, const torch::Tensor& env,

@@ -53,9 +53,12 @@ class StepTimer {
 // which returns dE/dvec in float64.
 torch::autograd::variable_list edge_geometry(const torch::Tensor& vec, StepContext& step);
 
-// n [N, D, C], band [E, B], g [E, gate_rows, 2C] -> u [E, K, 2C] (edge_frame_pack.hpp).
-torch::Tensor edge_frame_pack(const torch::Tensor& n, const torch::Tensor& band, const torch::Tensor& g,
-                              StepContext& step);
+// n [N, D, C], band [E, B], the radial MLP's last hidden layer a [E, H_r] and its output linear
+// w [gate_rows 2C, H_r], b [gate_rows 2C] -> u [E, K, 2C] (edge_frame_pack.hpp) with the radial
+// multipliers g = a w^T + b viewed as [E, gate_rows, 2C]. g is made again in the backward
+// instead of kept (the layer's widest saved tensor); w and b get no gradient.
+torch::Tensor edge_frame_pack(const torch::Tensor& n, const torch::Tensor& band, const torch::Tensor& a,
+                              const torch::Tensor& w, const torch::Tensor& b, StepContext& step);
 
 // w [E, K, C], band [E, B], env [E] -> agg [N, D, C] (unrotate_aggregate.hpp), already scaled
 // by 1 / avg_neighbors.
