@@ -39,10 +39,10 @@ struct EdgeFramePack {
   View3<Real, Exec> u;              // [E, K, 2C] forward output
   View3<const Real, Exec> grad_u;   // [E, K, 2C] backward input
   View3<Real, Exec> grad_rot;       // [E, K, 2C] g * grad_u: backward-edge output, backward-node input
-                                    // (may be grad_u's memory: grad_rot_may_alias_grad_u)
+                                    // (may be grad_u's memory: backward_edge_in_place)
   View3<Real, Exec> grad_n;         // [N, D, C] backward output (overwritten)
   View2<Real, Exec> grad_band;      // [E, band_size] backward output (overwritten)
-  View3<Real, Exec> grad_g;         // [E, gate_rows, 2C] backward output (overwritten)
+  View3<Real, Exec> grad_g;         // [E, gate_rows, 2C] backward output (overwritten; may be g's memory)
   int lmax, mmax, channels;
   int n_edges = 0, edges_per_team = 1;  // backward-edge in the lanes order (set by the launcher)
 
@@ -490,13 +490,14 @@ void edge_frame_pack_backward_edge(const Exec& exec, const EdgeFramePack<Exec, R
       "edgeframe::edge_frame_pack_backward_edge", exec, f, n_edges, order);
 }
 
-// Whether the backward-edge pass of this order may write grad_rot into grad_u's memory: only
-// where every lane reads each of its grad_u elements before it writes the same grad_rot element
-// and never reads grad_u again. The degree order's CUDA kernel does so for degrees with
-// 2l+1 <= kMaxSlots (warp_degree_rows); the others, and its l >= 4 path, read grad_u again for
-// grad_g after grad_rot is written. The engine then keeps one [E, K, 2C] tensor less alive.
+// Whether the backward-edge pass of this order may write its outputs over its inputs, grad_rot
+// into grad_u's memory and grad_g into g's: only where every lane reads each of its grad_u and g
+// elements before it writes the same grad_rot and grad_g elements and never reads them again.
+// The degree order's CUDA kernel does so for degrees with 2l+1 <= kMaxSlots (warp_degree_rows);
+// the others, and its l >= 4 path, read grad_u again for grad_g after grad_rot is written. The
+// engine then keeps two [E, K or gate_rows, 2C] tensors less alive during the pass.
 template <class Exec>
-constexpr bool grad_rot_may_alias_grad_u(LoopOrder order, int lmax) {
+constexpr bool backward_edge_in_place(LoopOrder order, int lmax) {
   return warp_edge_kernels<Exec>(order) && degree_order(order) && 2 * lmax + 1 <= kMaxSlots;
 }
 

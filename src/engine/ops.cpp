@@ -173,20 +173,21 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
   }
 
   // grad_u may be overwritten: it is the gradient of u, whose one consumer is the first SO(2)
-  // linear, and nothing reads it after this function. Where the backward-edge kernel allows it
-  // (kk::grad_rot_may_alias_grad_u), grad_rot takes grad_u's memory instead of E K 2C more.
+  // linear, and nothing reads it after this function; g is made here. Where the backward-edge
+  // kernel allows it (kk::backward_edge_in_place), grad_rot takes grad_u's memory and grad_g
+  // g's, instead of two more tensors of g's and u's size.
   template <class Real>
   static variable_list run_backward(AutogradContext* ctx, const Tensor& grad_u, const StepContext& s) {
     const auto saved = ctx->get_saved_variables();
     const Tensor &n = saved[0], &band = saved[1], &a = saved[2], &w = saved[3], &b = saved[4];
     const int E = s.graph.n_edges;
     const bool want_n = ctx->needs_input_grad(0);
+    const bool in_place = kk::backward_edge_in_place<Exec>(s.loop_order, s.lmax);
     Tensor grad_n = want_n ? torch::empty_like(n) : Tensor();
     Tensor grad_band = torch::empty_like(band);
     Tensor g = radial_multipliers(a, w, b, s);
-    Tensor grad_g = torch::empty_like(g);
-    const Tensor grad_rot =
-        kk::grad_rot_may_alias_grad_u<Exec>(s.loop_order, s.lmax) ? grad_u : torch::empty_like(grad_u);
+    Tensor grad_g = in_place ? g : torch::empty_like(g);
+    const Tensor grad_rot = in_place ? grad_u : torch::empty_like(grad_u);
     auto f = pack_functor<Real>(s, n, band, g);
     f.grad_u = bridge::view3<const Real>(grad_u, "grad u");
     f.grad_rot = bridge::view3<Real>(grad_rot, "grad rot");
