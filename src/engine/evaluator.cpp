@@ -254,12 +254,19 @@ struct Evaluator::Impl {
                lw.rad_send.index_select(0, sp_send);
     a = F::silu(a);
     a = F::silu(torch::addmm(lw.rad_b1, a, lw.rad_w1.t()));
-    const Tensor u = impl::edge_frame_pack(n, band, a, lw.rad_w2, lw.rad_b2, step);  // with g = a w2^T + b2
+    // Each edge tensor is let go as soon as the next one exists: the SO(2) linears keep no input
+    // for their backward, so u and x would otherwise stay alive only as locals here, on top of
+    // every earlier layer's saved activations (the forward's peak; doc/gpu-notes.md, ninth
+    // session: 12.5 k -> ~10 k floats per edge predicted).
+    Tensor u = impl::edge_frame_pack(n, band, a, lw.rad_w2, lw.rad_b2, step);  // with g = a w2^T + b2
     const int K = static_cast<int>(u.size(1));
     // Explicit widths: a rank without edges has E = 0, where -1 is ambiguous.
-    const Tensor z = impl::so2_linear(u.reshape({E, K * 2 * C}), lw.so2_1_plan);
-    const Tensor x = impl::so2_gate(z, cfg.lmax, cfg.mmax, cfg.hidden_channels);
-    const Tensor wmsg = impl::so2_linear(x.reshape({E, K * cfg.hidden_channels}), lw.so2_2_plan).reshape({E, K, C});
+    Tensor z = impl::so2_linear(u.reshape({E, K * 2 * C}), lw.so2_1_plan);
+    u.reset();
+    Tensor x = impl::so2_gate(z, cfg.lmax, cfg.mmax, cfg.hidden_channels);
+    z.reset();  // the gate keeps it for its backward
+    Tensor wmsg = impl::so2_linear(x.reshape({E, K * cfg.hidden_channels}), lw.so2_2_plan).reshape({E, K, C});
+    x.reset();
     return impl::unrotate_aggregate(wmsg, band, env, step);
   }
 
