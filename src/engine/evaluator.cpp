@@ -256,8 +256,8 @@ struct Evaluator::Impl {
     a = F::silu(torch::addmm(lw.rad_b1, a, lw.rad_w1.t()));
     // Each edge tensor is let go as soon as the next one exists: the SO(2) linears keep no input
     // for their backward, so u and x would otherwise stay alive only as locals here, on top of
-    // every earlier layer's saved activations (the forward's peak; doc/gpu-notes.md, ninth
-    // session: 12.5 k -> ~10 k floats per edge predicted).
+    // every earlier layer's saved activations: that was the step's peak, and letting them go
+    // took it to 0.91x (doc/benchmarks.md "Ninth run").
     Tensor u = impl::edge_frame_pack(n, band, a, lw.rad_w2, lw.rad_b2, step);  // with g = a w2^T + b2
     const int K = static_cast<int>(u.size(1));
     // Explicit widths: a rank without edges has E = 0, where -1 is ambiguous.
