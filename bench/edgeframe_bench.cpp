@@ -8,10 +8,13 @@
 //
 //   edgeframe_bench [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32]
 //                   [--recompute [--edge-chunk N]] [--forces-out PREFIX] [--torch-profile [--trace FILE]]
+//                   [--memory-profile]
 // The step time is measured twice: without fences (what a run sees) and with a fence around each
 // kernel (the per-kernel split). --forces-out writes PREFIX.<shape>.<cells> (raw doubles [N, 3]).
 // --torch-profile adds a third pass under LibTorch's profiler: GPU time per kernel family and the
 // heaviest kernels (torch_profile.hpp); --trace FILE also saves its Chrome trace.
+// --memory-profile runs one more step with the profiler's memory events: the peak of torch's
+// allocations, what the backward pass starts with, and the operators at the peak (torch_memory.hpp).
 //
 // Case mode (tools/gate.py, the multi-scale gate of issue #7): one given model and structure,
 //   edgeframe_bench --case FILE --potential FILE.safetensors [--precision P] [--recompute] [--reps N]
@@ -37,6 +40,7 @@
 #include "band_layout.hpp"
 #include "evaluator.hpp"
 #include "potential.hpp"
+#include "torch_memory.hpp"
 #include "torch_profile.hpp"
 
 namespace {
@@ -338,7 +342,7 @@ int main(int argc, char** argv) {
   std::string shapes = "all", precision = "fp32";
   std::vector<int> cells = {4, 6, 8};
   int reps = 3, warmup = 2;
-  bool recompute = false, torch_profile = false;
+  bool recompute = false, torch_profile = false, memory_profile = false;
   int edge_chunk = 0;
   std::string case_path, potential_path, forces_out, trace_path;
   for (int a = 1; a < argc; ++a) {
@@ -353,6 +357,7 @@ int main(int argc, char** argv) {
     else if (arg == "--forces-out") forces_out = next();
     else if (arg == "--recompute") recompute = true;
     else if (arg == "--torch-profile") torch_profile = true;
+    else if (arg == "--memory-profile") memory_profile = true;
     else if (arg == "--trace") trace_path = next();
     else if (arg == "--edge-chunk") edge_chunk = std::stoi(next());
     else if (arg == "--cells") {
@@ -364,7 +369,7 @@ int main(int argc, char** argv) {
         p = q == std::string::npos ? list.size() : q + 1;
       }
     } else if (arg != "--kokkos-num-threads" && arg.rfind("--kokkos", 0) != 0) {
-      std::fprintf(stderr, "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32] [--recompute [--edge-chunk N]] [--forces-out PREFIX] [--torch-profile [--trace FILE]]\n"
+      std::fprintf(stderr, "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32] [--recompute [--edge-chunk N]] [--forces-out PREFIX] [--torch-profile [--trace FILE]] [--memory-profile]\n"
                            "       %s --case FILE --potential FILE [--precision P] [--recompute] [--reps N] [--warmup N] [--forces-out FILE]\n",
                    argv[0], argv[0]);
       return 2;
@@ -449,6 +454,7 @@ int main(int argc, char** argv) {
       if (torch_profile)
         bench::profile_steps(reps, unfenced, [&] { ev.compute(graph, x, what); },
                              trace_path.empty() ? "" : trace_path + "." + shape + "." + std::to_string(nc) + ".json");
+      if (memory_profile) bench::memory_profile([&] { ev.compute(graph, x, what); }, E, real);
     }
   }
   return 0;

@@ -14,11 +14,13 @@
 #include <type_traits>
 #include <vector>
 
+#include "band_layout.hpp"
 #include "errors.hpp"
 #include "evaluator.hpp"
 #include "graph_chunk.hpp"
 #include "potential.hpp"
 #include "runtime.hpp"
+#include "torch_memory.hpp"
 #include "upload_graph.hpp"
 
 namespace {
@@ -297,6 +299,40 @@ TEST(Evaluator, RepeatRunsAreBitIdenticalAndAWarmStepGrowsNoScratch) {
     }
     EXPECT_EQ(ev.workspace_allocations(), allocations) << "a warm step grew the workspace";
   }
+}
+
+// What the forward keeps for the backward pass (doc/engine.md "What a layer keeps for the
+// backward pass"), from the profiler's memory events: the bytes torch holds when the backward pass
+// starts. Per edge and layer the model needs the radial MLP's two pre-activations and last hidden
+// layer (3 H_r), the gate's input z ((K + L) H) and the messages (K C); the step also holds four
+// int64 index columns per edge (receivers, senders and their species). Keeping the radial
+// multipliers g again (gate_rows 2C per edge and layer: +49 % here), or any other per-edge tensor
+// of a layer, fails the upper bound; node-sized tensors get an allowance of 40 [D, C] rows per
+// node and layer (measured: 1.8 of the 15 MiB). A profiler that saw no allocations, or a model
+// that misses a kept tensor, fails the lower bound. (Transients such as u and x, which live only
+// inside a layer's forward, are not seen here: they are gone when the backward pass starts.)
+TEST(Evaluator, TheForwardKeepsOnlyWhatTheBackwardNeeds) {
+  const Golden g = load_golden("diamond64_L3m2");
+  const auto pot = read_potential(g.model_file);
+  const ModelConfig& c = pot.config;
+  Evaluator ev(pot, {Precision::fp64});
+  const auto d = upload(g, g.x);
+  run(ev, d);  // warm: the workspace and torch's allocator settle
+  const bench::MemoryTimeline t = bench::memory_timeline_of([&] { run(ev, d); });
+  const int E = d.graph.edges.n_edges, N = int(g.species.size());
+  const int K = kk::band_rows(c.lmax, c.mmax), D = c.num_coeffs();
+  const double per_edge_layer = 3.0 * c.radial_hidden + double(K + c.lmax) * c.hidden_channels + double(K) * c.channels;
+  const double edge_bytes = double(E) * (c.layers * per_edge_layer * sizeof(double) + 4 * sizeof(std::int64_t));
+  const double node_allowance = double(N) * c.layers * 40.0 * D * c.channels * sizeof(double);
+  const double g_bytes = double(E) * c.layers * kk::gate_rows(c.lmax, c.mmax) * 2.0 * c.channels * sizeof(double);
+  std::printf("[ measured ] held at the backward pass: %.3f MiB; edge model %.3f MiB + node allowance %.3f MiB "
+              "(keeping g would add %.3f MiB); peak %.3f MiB in %s\n",
+              t.at_backward / 1048576.0, edge_bytes / 1048576.0, node_allowance / 1048576.0, g_bytes / 1048576.0,
+              t.peak / 1048576.0, t.at_peak.empty() ? "?" : t.at_peak.back().c_str());
+  ASSERT_GE(t.at_backward, 0) << "the profiler saw no backward pass";
+  EXPECT_GE(double(t.at_backward), edge_bytes) << "fewer bytes held than the tensors the backward reads";
+  EXPECT_LE(double(t.at_backward), edge_bytes + node_allowance) << "the forward keeps more than the backward needs";
+  EXPECT_LT(node_allowance, 0.5 * g_bytes) << "the allowance would hide a kept g: the test case is too small";
 }
 
 // Recompute vs keep in fp32: on the CPU measured up to 5e-7 (bound 3e-6); on the H200 cuBLAS
