@@ -10,6 +10,7 @@
 // operators running at the peak, outermost first.
 #pragma once
 
+#include <Kokkos_Core.hpp>  // KOKKOS_ENABLE_CUDA: whose allocations count
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <algorithm>
