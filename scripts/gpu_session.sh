@@ -30,7 +30,7 @@
 #        rows lanes lanes4 warp degree degree4; doc/engine.md "Loop orders") side by side: per-kernel split of L2
 #        and L3 at 512 atoms in fp32 and L2 in tf32, and the fp64 forces of each order against the
 #        first one listed,
-#        into $OUT/looporder.log.
+#        into $OUT/looporder.log (LOOPORDER_REPS steps per timing, default 10).
 # precision: the shipped carbon potential on the 4096-atom box in fp64, fp32 and tf32 (forces of
 #        one configuration compared with fp64; bench/in.forces_dump), then NVE in fp32 and tf32
 #        (examples/gpu, PRECISION_STEPS steps), into $OUT/precision.log.
@@ -171,7 +171,7 @@ do_looporder() {
     for shape in L2 L3; do
       for order in $orders; do
         echo "-- $shape, EDGEFRAME_LOOP_ORDER=$order, fp32"
-        EDGEFRAME_LOOP_ORDER=$order "$bench" --shape "$shape" --cells 4 --reps 10 --precision fp32 > /tmp/looporder.out || status=1
+        EDGEFRAME_LOOP_ORDER=$order "$bench" --shape "$shape" --cells 4 --reps "${LOOPORDER_REPS:-10}" --precision fp32 > /tmp/looporder.out || status=1
         grep -E "step|edgeframe::|LibTorch" /tmp/looporder.out
         EDGEFRAME_LOOP_ORDER=$order "$bench" --shape "$shape" --cells 4 --reps 1 --precision fp64 \
           --forces-out "/tmp/forces-$order" > /tmp/looporder.out || status=1
@@ -184,7 +184,7 @@ do_looporder() {
     for order in $orders; do
       [[ $order == rows ]] && continue
       echo "-- L2, EDGEFRAME_LOOP_ORDER=$order, tf32"
-      EDGEFRAME_LOOP_ORDER=$order "$bench" --shape L2 --cells 4 --reps 10 --precision tf32 > /tmp/looporder.out || status=1
+      EDGEFRAME_LOOP_ORDER=$order "$bench" --shape L2 --cells 4 --reps "${LOOPORDER_REPS:-10}" --precision tf32 > /tmp/looporder.out || status=1
       grep -E "step|edgeframe::|LibTorch" /tmp/looporder.out
     done
   } > "$OUT/looporder.log" 2>&1 || status=1
