@@ -196,7 +196,7 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
     const Exec exec = bridge::exec_instance();
     kk::edge_frame_pack_backward_edge(exec, f, E, s.loop_order);
     fence_for_torch(exec);
-    const Tensor grad_a = grad_g.view({E, -1}).mm(w);
+    const Tensor grad_a = grad_g.view({E, w.size(0)}).mm(w);  // explicit width: E may be 0
     // The node pass reads only grad_rot, band and n: g and grad_g go back to the allocator
     // first (on CUDA the stream orders their reuse after the kernels above).
     g.reset();
