@@ -25,6 +25,10 @@
 # ncu:   the profile step's ncu part alone (also run by profile with NCU=1): hardware counters and
 #        warp stall reasons of one L2 step's Kokkos kernels into $OUT/ncu.log.xz.
 # Run it from a script file, never as `bash /dev/stdin <<EOF` (doc/gpu-notes.md).
+# memprofile: bench/edgeframe_bench --memory-profile (one step under LibTorch's profiler with
+#        memory events: the peak, what the backward starts with, the operators at the peak), L2
+#        and L3 at 512 atoms in fp32 and tf32, into $OUT/memprofile.log. Memory only: it may
+#        share the host with other work.
 # example: examples/gpu/in.diamond-gpu into $OUT/log.diamond-gpu.
 # looporder: the loop orders of the edge-frame kernels (EDGEFRAME_LOOP_ORDER, LOOP_ORDERS: default
 #        rows lanes lanes4 warp degree degree4; doc/engine.md "Loop orders") side by side: per-kernel split of L2
@@ -142,6 +146,18 @@ do_profile() {
     "$EDGEFRAME_PYTHON" tools/roofline_probe.py; } > "$OUT/profile.log" 2>&1 || status=1
   cat "$OUT/profile.log"
   [[ -n ${NCU:-} ]] && do_ncu
+}
+
+do_memprofile() {
+  echo "== memprofile: bench/edgeframe_bench --memory-profile, 512 atoms"
+  local shape precision
+  for shape in L2 L3; do
+    for precision in fp32 tf32; do
+      echo "-- $shape $precision"
+      "$build/bench/edgeframe_bench" --shape "$shape" --cells 4 --reps 1 --precision "$precision" --memory-profile || status=1
+    done
+  done > "$OUT/memprofile.log" 2>&1
+  cat "$OUT/memprofile.log"
 }
 
 do_ncu() {
@@ -301,8 +317,9 @@ for step in "$@"; do
     mpi) do_mpi ;;
     exchange-ab) do_exchange_ab ;;
     ncu) do_ncu ;;
+    memprofile) do_memprofile ;;
     benchab) do_benchab ;;
-    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile ncu benchab example looporder precision scaling mpi exchange-ab)"; exit 2 ;;
+    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile ncu memprofile benchab example looporder precision scaling mpi exchange-ab)"; exit 2 ;;
   esac
 done
 exit $status
