@@ -18,6 +18,7 @@ every column, so a run cut short keeps what it measured) and OUT/gate.md.
 
 import argparse
 import json
+import os
 import pathlib
 import re
 import struct
@@ -111,13 +112,13 @@ def build_case(system, size, shape, workdir, **overrides):
                 elements=elements, ref=ref)
 
 
-def run_engine(args, c, precision, recompute=False, bench=None):
+def run_engine(args, c, precision, recompute=False, bench=None, env=None):
     forces = c["case"].with_suffix(f".{precision}{'-recompute' if recompute else ''}.forces")
     cmd = [bench or args.bench, "--case", str(c["case"]), "--potential", str(c["potential"]), "--precision", precision,
            "--reps", str(args.repeats), "--warmup", str(args.warmup), "--forces-out", str(forces)]
     if recompute:    # activations recompute, in edge chunks of --edge-chunk edges (0: all at once)
         cmd += ["--recompute", "--edge-chunk", str(getattr(args, "edge_chunk", 0))]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.case_timeout)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.case_timeout, env=env)
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")), None)
     if line is None:
         return dict(error=f"exit {p.returncode}: {(p.stderr.strip().splitlines() or ['no output'])[-1][:300]}")
@@ -185,6 +186,9 @@ def main():
     ap.add_argument("--bench-b", default="",
                     help="a second edgeframe_bench (another version of the code) for the engine-b-<precision>[-recompute] "
                          "columns: an A/B of two builds against the same reference forces, in one run")
+    ap.add_argument("--bench-b-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="environment of the engine-b columns (repeatable); without --bench-b they run --bench: "
+                         "an A/B of one build under two settings, e.g. EDGEFRAME_LOOP_ORDER=degree4")
     ap.add_argument("--lmp", default="", help="lmp with KOKKOS CUDA (empty: no LAMMPS column)")
     ap.add_argument("--plugin", default="", help="edgeframeplugin.so built for that lmp")
     ap.add_argument("--lmp-package", default="neigh full newton off",
@@ -203,11 +207,16 @@ def main():
     ap.add_argument("--case-timeout", type=float, default=240)
     ap.add_argument("--out", type=pathlib.Path, default=pathlib.Path("gate-out"))
     args = ap.parse_args()
+    bad = [kv for kv in args.bench_b_env if "=" not in kv or kv.startswith("=")]
+    if bad:
+        ap.error(f"--bench-b-env wants NAME=VALUE, got {bad[0]!r}")
+    env_b = dict(os.environ, **dict(kv.split("=", 1) for kv in args.bench_b_env)) if args.bench_b_env else None
+    bench_b = args.bench_b or (args.bench if env_b else "")
     import torch
     cases = ([tuple(x.split(":")) for x in args.cases.split(",")] if args.cases else DEFAULT_CASES)
     cases = [(s, int(n), sh) for s, n, sh in cases]
     args.out.mkdir(parents=True, exist_ok=True)
-    env = dict(torch=torch.__version__, gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+    env = dict(torch=torch.__version__, bench_b_env=args.bench_b_env, gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
                command=" ".join(sys.argv), started=time.strftime("%Y-%m-%d %H:%M:%S"))
     results, t_start = [], time.monotonic()
     work = pathlib.Path(tempfile.mkdtemp(prefix="gate-"))
@@ -242,9 +251,9 @@ def main():
                                 repeats=args.repeats, warmup=args.warmup, threads=0, edge_chunk=0, max_memory_gb=0)
                     r = bench_reference.run_worker(case, args.case_timeout)
                     r = {k: r[k] for k in ("median_s", "times_s", "peak_bytes", "first_call_s", "error") if k in r}
-                elif col.startswith("engine-b-") and args.bench_b:    # engine-b-<precision>[-recompute]
+                elif col.startswith("engine-b-") and bench_b:    # engine-b-<precision>[-recompute]
                     parts = col.split("-")
-                    r = run_engine(args, c, parts[2], recompute="recompute" in parts[3:], bench=args.bench_b)
+                    r = run_engine(args, c, parts[2], recompute="recompute" in parts[3:], bench=bench_b, env=env_b)
                 elif col.startswith("engine-") and not col.startswith("engine-b-"):    # engine-<precision>[-recompute]
                     parts = col.split("-")
                     r = run_engine(args, c, parts[1], recompute="recompute" in parts[2:])

@@ -2,6 +2,7 @@
 bench/edgeframe_bench --case (same edges, same model) and the engine reproduces the fp64
 reference; its LAMMPS data file gives LAMMPS the same energy. The GPU gate trusts both."""
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -76,3 +77,16 @@ def test_lammps_column_runs_and_times_force_calls(lammps, case):
     log = case["data"].with_suffix(".log").read_text()
     assert "edgeframe/kk: device-resident path" in log
 
+
+
+def test_engine_b_environment_reaches_the_engine(request, case):
+    """--bench-b-env runs the engine-b columns under another setting of the same build: the
+    setting must reach the engine (a bad loop order is refused by name) and a good one must
+    still give the reference forces."""
+    bench = Path(request.config.getoption("--plugin")).resolve().parents[2] / "bench" / "edgeframe_bench"
+    args = argparse.Namespace(bench=str(bench), repeats=1, warmup=1, case_timeout=300)
+    bad = gate.run_engine(args, case, "fp64", env=dict(os.environ, EDGEFRAME_LOOP_ORDER="sideways"))
+    assert "EDGEFRAME_LOOP_ORDER='sideways'" in bad.get("error", ""), bad
+    good = gate.run_engine(args, case, "fp64", env=dict(os.environ, EDGEFRAME_LOOP_ORDER="degree4"))
+    assert "error" not in good, good
+    assert good["max_force_err_rel"] < 1e-10, good
