@@ -17,10 +17,12 @@
 // allocations, what the backward pass starts with, and the operators at the peak (torch_memory.hpp).
 //
 // Case mode (tools/gate.py, the multi-scale gate of issue #7): one given model and structure,
-//   edgeframe_bench --case FILE --potential FILE.safetensors [--precision P] [--recompute] [--reps N]
-//                   [--warmup N] [--forces-out FILE]
+//   edgeframe_bench --case FILE --potential FILE.safetensors [--precision P] [--recompute] [--cuda-graph]
+//                   [--reps N] [--warmup N] [--forces-out FILE]
 // prints one line "RESULT {json}" (median step time, peak memory, energy) and writes the
 // forces as raw little-endian doubles [N, 3]. The case file is written by tools/gate.py.
+// --cuda-graph: EvaluatorOptions::cuda_graph (the first warm-up step runs eagerly, the second
+// is captured, every later step is a replay; the JSON counts captures and replays).
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <fstream>
@@ -61,6 +63,11 @@ KernelTimes g_times;
 // On a device backend a launch returns before the kernel has run: the profile pass fences
 // before (so queued torch work is not counted) and after each kernel. Those fences serialise
 // the step, which is why the step time is measured in a separate pass without callbacks.
+// "Without callbacks" must mean none registered: Kokkos itself calls Kokkos::fence() before
+// every callback of a registered tool (tool_requirements.requires_global_fencing, true unless a
+// tool says otherwise), whatever the callback does. Until 2026-11-30j the callbacks stayed
+// registered for the whole run, so every "unfenced" step and every gate engine column had two
+// device-wide fences around each Kokkos launch (doc/benchmarks.md "Tenth run").
 void fence_if_device() {
   if constexpr (!std::is_same_v<Exec::memory_space, Kokkos::HostSpace>) Kokkos::fence("edgeframe_bench: profile");
 }
@@ -78,6 +85,22 @@ void end_kernel(std::uint64_t id) {
   g_times.calls[it->second.first] += 1;
   g_times.open.erase(it);
 }
+// The per-kernel pass: callbacks registered (and timing on) for the guard's lifetime only.
+struct KernelTimingPass {
+  KernelTimingPass() {
+    g_times = KernelTimes{};
+    g_times.on = true;
+    Kokkos::Tools::Experimental::set_begin_parallel_for_callback(begin_kernel);
+    Kokkos::Tools::Experimental::set_end_parallel_for_callback(end_kernel);
+  }
+  ~KernelTimingPass() {
+    Kokkos::Tools::Experimental::set_begin_parallel_for_callback(nullptr);
+    Kokkos::Tools::Experimental::set_end_parallel_for_callback(nullptr);
+    g_times.on = false;
+  }
+  KernelTimingPass(const KernelTimingPass&) = delete;
+  KernelTimingPass& operator=(const KernelTimingPass&) = delete;
+};
 
 // ---- random full-size model -------------------------------------------------------------------
 Potential random_potential(const std::string& shape, unsigned seed) {
@@ -330,9 +353,11 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
   }
   std::printf("RESULT {\"engine\": \"%s\", \"precision\": \"%s\", \"recompute_layers\": %s, \"n_atoms\": %d, \"n_edges\": %d, "
               "\"median_s\": %.6e, \"times_s\": [%s], \"graph_build_s\": %.6e, \"peak_bytes\": %zu, "
-              "\"torch_peak_bytes\": %zu, \"workspace_bytes\": %zu, \"energy\": %.12e}\n",
+              "\"torch_peak_bytes\": %zu, \"workspace_bytes\": %zu, \"energy\": %.12e, \"cuda_graph_captures\": %ld, "
+              "\"cuda_graph_replays\": %ld}\n",
               Exec::name(), to_string(prec).c_str(), options.recompute_layers ? "true" : "false", N, E, median,
-              ts.c_str(), graph_s, peak, torch_peak_bytes(), ev.workspace_bytes(), res.energy);
+              ts.c_str(), graph_s, peak, torch_peak_bytes(), ev.workspace_bytes(), res.energy, ev.cuda_graph_captures(),
+              ev.cuda_graph_replays());
   return 0;
 }
 
@@ -342,7 +367,7 @@ int main(int argc, char** argv) {
   std::string shapes = "all", precision = "fp32";
   std::vector<int> cells = {4, 6, 8};
   int reps = 3, warmup = 2;
-  bool recompute = false, torch_profile = false, memory_profile = false;
+  bool recompute = false, torch_profile = false, memory_profile = false, cuda_graph = false;
   int edge_chunk = 0;
   std::string case_path, potential_path, forces_out, trace_path;
   for (int a = 1; a < argc; ++a) {
@@ -356,6 +381,7 @@ int main(int argc, char** argv) {
     else if (arg == "--potential") potential_path = next();
     else if (arg == "--forces-out") forces_out = next();
     else if (arg == "--recompute") recompute = true;
+    else if (arg == "--cuda-graph") cuda_graph = true;
     else if (arg == "--torch-profile") torch_profile = true;
     else if (arg == "--memory-profile") memory_profile = true;
     else if (arg == "--trace") trace_path = next();
@@ -370,7 +396,7 @@ int main(int argc, char** argv) {
       }
     } else if (arg != "--kokkos-num-threads" && arg.rfind("--kokkos", 0) != 0) {
       std::fprintf(stderr, "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32] [--recompute [--edge-chunk N]] [--forces-out PREFIX] [--torch-profile [--trace FILE]] [--memory-profile]\n"
-                           "       %s --case FILE --potential FILE [--precision P] [--recompute] [--reps N] [--warmup N] [--forces-out FILE]\n",
+                           "       %s --case FILE --potential FILE [--precision P] [--recompute] [--cuda-graph] [--reps N] [--warmup N] [--forces-out FILE]\n",
                    argv[0], argv[0]);
       return 2;
     }
@@ -380,13 +406,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   Kokkos::ScopeGuard guard(argc, argv);
-  Kokkos::Tools::Experimental::set_begin_parallel_for_callback(begin_kernel);
-  Kokkos::Tools::Experimental::set_end_parallel_for_callback(end_kernel);
   const Precision prec = parse_precision(precision);
   EvaluatorOptions options;
   options.precision = prec;
   options.recompute_layers = recompute;    // --recompute: EvaluatorOptions::recompute_layers
   options.edge_chunk = edge_chunk;         // --edge-chunk N: ... in chunks of N edges
+  options.cuda_graph = cuda_graph;         // --cuda-graph: EvaluatorOptions::cuda_graph (case mode)
+  if (cuda_graph && case_path.empty()) {
+    std::fprintf(stderr, "edgeframe_bench: --cuda-graph is for --case mode (a replayed step has no per-kernel split)\n");
+    return 2;
+  }
   if (!case_path.empty()) {
     try {
       return run_case_mode(case_path, potential_path, options, reps, warmup, forces_out);
@@ -425,12 +454,13 @@ int main(int argc, char** argv) {
       auto t0 = Clock::now();
       for (int r = 0; r < reps; ++r) res = ev.compute(graph, x, what);
       const double unfenced = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
-      g_times = KernelTimes{};
-      g_times.on = true;
-      t0 = Clock::now();
-      for (int r = 0; r < reps; ++r) ev.compute(graph, x, what);
-      const double step = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
-      g_times.on = false;
+      double step = 0;
+      {
+        const KernelTimingPass timing;
+        t0 = Clock::now();
+        for (int r = 0; r < reps; ++r) ev.compute(graph, x, what);
+        step = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
+      }
       if (!forces_out.empty()) write_forces(forces_out + "." + shape + "." + std::to_string(nc), res, N);
       std::printf("\n%s (L=%d, mmax=%d, C=%d, T=%d, r_cut=%.1f)  diamond %d^3 cells: N=%d atoms, E=%d edges (%.1f per atom)\n",
                   shape.c_str(), pot.config.lmax, pot.config.mmax, pot.config.channels, pot.config.layers,

@@ -112,12 +112,14 @@ def build_case(system, size, shape, workdir, **overrides):
                 elements=elements, ref=ref)
 
 
-def run_engine(args, c, precision, recompute=False, bench=None, env=None):
-    forces = c["case"].with_suffix(f".{precision}{'-recompute' if recompute else ''}.forces")
+def run_engine(args, c, precision, recompute=False, bench=None, env=None, cuda_graph=False):
+    forces = c["case"].with_suffix(f".{precision}{'-recompute' if recompute else ''}{'-graph' if cuda_graph else ''}.forces")
     cmd = [bench or args.bench, "--case", str(c["case"]), "--potential", str(c["potential"]), "--precision", precision,
            "--reps", str(args.repeats), "--warmup", str(args.warmup), "--forces-out", str(forces)]
     if recompute:    # activations recompute, in edge chunks of --edge-chunk edges (0: all at once)
         cmd += ["--recompute", "--edge-chunk", str(getattr(args, "edge_chunk", 0))]
+    if cuda_graph:   # the step recorded once as a CUDA graph and replayed (EvaluatorOptions::cuda_graph)
+        cmd += ["--cuda-graph"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.case_timeout, env=env)
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")), None)
     if line is None:
@@ -197,8 +199,9 @@ def main():
                     help="what follows '-k on' in the LAMMPS column (default: one GPU; tests use 't 1')")
     ap.add_argument("--cases", default="", help="system:size:shape,... (default: the issue's list)")
     ap.add_argument("--columns", default="eager,compile,engine-fp32,engine-tf32,lammps-fp32",
-                    help="eager, compile, compile-tf32 (TF32 GEMMs on), engine-<precision>[-recompute], "
-                         "engine-b-<precision>[-recompute] (--bench-b), lammps-<precision>")
+                    help="eager, compile, compile-tf32 (TF32 GEMMs on), engine-<precision>[-recompute|-graph], "
+                         "engine-b-<precision>[-recompute|-graph] (--bench-b), lammps-<precision>; -graph: the step "
+                         "replayed as a CUDA graph (bench --cuda-graph)")
     ap.add_argument("--edge-chunk", type=int, default=0,
                     help="edges per recomputed chunk in the engine-<precision>-recompute columns (0: all)")
     ap.add_argument("--repeats", type=int, default=10)
@@ -253,10 +256,11 @@ def main():
                     r = {k: r[k] for k in ("median_s", "times_s", "peak_bytes", "first_call_s", "error") if k in r}
                 elif col.startswith("engine-b-") and bench_b:    # engine-b-<precision>[-recompute]
                     parts = col.split("-")
-                    r = run_engine(args, c, parts[2], recompute="recompute" in parts[3:], bench=bench_b, env=env_b)
+                    r = run_engine(args, c, parts[2], recompute="recompute" in parts[3:], bench=bench_b, env=env_b,
+                                   cuda_graph="graph" in parts[3:])
                 elif col.startswith("engine-") and not col.startswith("engine-b-"):    # engine-<precision>[-recompute]
                     parts = col.split("-")
-                    r = run_engine(args, c, parts[1], recompute="recompute" in parts[2:])
+                    r = run_engine(args, c, parts[1], recompute="recompute" in parts[2:], cuda_graph="graph" in parts[2:])
                 elif col.startswith("lammps-") and args.lmp:
                     r = run_lammps(args, c, col.split("-", 1)[1])
                 else:

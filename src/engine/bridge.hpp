@@ -15,6 +15,8 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "errors.hpp"
 #include "kernel_common.hpp"
@@ -48,13 +50,15 @@ inline torch::Device device() {
 // a stream allocates that instance's own scratch (device memory, pinned host memory, locks)
 // and releasing the last copy frees it; cudaFree and cudaFreeHost synchronise the device. Made
 // afresh for each of the ~50 kernel launches of a step, as before the fourth session, this cost
-// about 17 ms of GPU idle time per 54 ms L2 step (doc/gpu-notes.md).
+// about 17 ms of GPU idle time per 54 ms L2 step (doc/gpu-notes.md). Every stream seen keeps
+// its instance (there are a handful: torch's current stream, the CUDA-graph stream of
+// step_graph.hpp): a step captured into a CUDA graph must find its instance, and the instance's
+// scratch, unchanged at capture time whatever ran on another stream in between.
 inline Exec exec_instance() {
 #ifdef KOKKOS_ENABLE_CUDA
   struct Cache {
     std::mutex lock;
-    cudaStream_t stream = nullptr;
-    std::optional<Exec> exec;
+    std::vector<std::pair<cudaStream_t, Exec>> instances;
     bool hooked = false;
   };
   // Leaked on purpose: no static destructor may run before the finalize hook that empties it
@@ -62,18 +66,17 @@ inline Exec exec_instance() {
   static Cache& cache = *new Cache;
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
   const std::lock_guard<std::mutex> guard(cache.lock);
-  if (!cache.exec || cache.stream != stream) {
-    cache.exec.emplace(stream, Kokkos::Impl::ManageStream::no);
-    cache.stream = stream;
-    if (!cache.hooked) {  // instances must be gone before Kokkos::finalize
-      Kokkos::push_finalize_hook([] {
-        const std::lock_guard<std::mutex> g(cache.lock);
-        cache.exec.reset();
-      });
-      cache.hooked = true;
-    }
+  for (const auto& [s, exec] : cache.instances)
+    if (s == stream) return exec;
+  cache.instances.emplace_back(stream, Exec(stream, Kokkos::Impl::ManageStream::no));
+  if (!cache.hooked) {  // instances must be gone before Kokkos::finalize
+    Kokkos::push_finalize_hook([] {
+      const std::lock_guard<std::mutex> g(cache.lock);
+      cache.instances.clear();
+    });
+    cache.hooked = true;
   }
-  return *cache.exec;
+  return cache.instances.back().second;
 #else
   return Exec();
 #endif

@@ -19,6 +19,7 @@
 #include "graph_chunk.hpp"
 #include "ops.hpp"
 #include "runtime.hpp"
+#include "step_graph.hpp"
 #include "workspace.hpp"
 
 namespace edgeframe {
@@ -50,6 +51,12 @@ AtomGraph make_graph(const kk::PairList<Exec>& pairs, kk::Vec3View<const double,
 }
 
 namespace {
+
+#ifdef KOKKOS_ENABLE_CUDA
+constexpr bool kCudaGraphs = true;  // EvaluatorOptions::cuda_graph takes effect (step_graph.hpp)
+#else
+constexpr bool kCudaGraphs = false;
+#endif
 
 kk::LoopOrder loop_order_from_env() {
   const char* v = std::getenv("EDGEFRAME_LOOP_ORDER");
@@ -95,6 +102,7 @@ struct Evaluator::Impl {
   ModelConfig cfg;
   Precision precision;
   bool recompute_layers;  // EvaluatorOptions::recompute_layers
+  bool cuda_graph;        // EvaluatorOptions::cuda_graph
   int edge_chunk;         // EvaluatorOptions::edge_chunk
   long layers_recomputed = 0;  // edge parts run again in backward passes, over all compute() calls
   // Edge chunks of the last graph seen (recompute with edge_chunk > 0), rebuilt only when the
@@ -120,6 +128,7 @@ struct Evaluator::Impl {
       : cfg(pot.config),
         precision(opt.precision),
         recompute_layers(opt.recompute_layers),
+        cuda_graph(opt.cuda_graph),
         edge_chunk(opt.edge_chunk),
         dtype(opt.precision == Precision::fp64 ? torch::kFloat64 : torch::kFloat32),
         workspace(opt.poison_scratch || std::getenv("EDGEFRAME_POISON_SCRATCH") != nullptr) {
@@ -287,8 +296,25 @@ struct Evaluator::Impl {
     return last ? feed_forward_l0(lw, h1) : h1 + feed_forward(lw, h1);
   }
 
-  Result compute(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what,
-                 impl::StepContext& step);
+  // What a step leaves on the device before its sums reach the host: the part of a step that a
+  // CUDA graph can hold (no host synchronisation in it).
+  struct DeviceStep {
+    Result res;                     // views only; energy and virial are filled by finish()
+    kk::View1<double, Exec> sums;   // [10]: virial (9), energy
+    bool grad = false;
+    int n_local = 0;
+  };
+  DeviceStep device_step(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what,
+                         impl::StepContext& step);
+  static Result finish(const DeviceStep& d);
+  Result graphed_step(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what);
+#ifdef KOKKOS_ENABLE_CUDA
+  std::unique_ptr<impl::StepGraph<DeviceStep>> step_graph;  // EvaluatorOptions::cuda_graph
+  // The graphed step's graph and positions: held so that their memory cannot be reused by
+  // newer ones while the captured graph's key names their addresses.
+  AtomGraph graph_held;
+  kk::Vec3View<const double, Exec> positions_held;
+#endif
 
   Tensor readout(const Tensor& h, const Tensor& species) const {
     Tensor f = rms_norm_eq(h, readout_scale.view({1, -1}), 0).select(1, 0);
@@ -306,6 +332,13 @@ std::size_t Evaluator::workspace_allocations() const { return m_impl->workspace.
 std::size_t Evaluator::workspace_bytes() const { return m_impl->workspace.bytes(); }
 long Evaluator::layers_recomputed() const { return m_impl->layers_recomputed; }
 long Evaluator::edge_chunk_builds() const { return m_impl->chunk_cache.builds; }
+#ifdef KOKKOS_ENABLE_CUDA
+long Evaluator::cuda_graph_captures() const { return m_impl->step_graph ? m_impl->step_graph->captures() : 0; }
+long Evaluator::cuda_graph_replays() const { return m_impl->step_graph ? m_impl->step_graph->replays() : 0; }
+#else
+long Evaluator::cuda_graph_captures() const { return 0; }
+long Evaluator::cuda_graph_replays() const { return 0; }
+#endif
 
 namespace {
 
@@ -347,14 +380,20 @@ Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exe
   Result res;
   {
     const impl::StepTimer timer(step, &StepTimes::total);
-    res = m_impl->compute(graph, positions, what, step);
+    // The graphed step has no timers (they fence), no exchange (it calls MPI from the host
+    // between layers), no recomputation (its chunks are built on the host) and no roll (tests).
+    const bool graphed = m_impl->cuda_graph && kCudaGraphs && !what.times && !what.exchange &&
+                         !m_impl->recompute_layers && what.roll.extent(0) == 0;
+    res = graphed ? m_impl->graphed_step(graph, positions, what)
+                  : Impl::finish(m_impl->device_step(graph, positions, what, step));
   }
   if (what.times) ++what.times->calls;
   return res;
 }
 
-Result Evaluator::Impl::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what,
-                                impl::StepContext& step) {
+Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
+                                                        kk::Vec3View<const double, Exec> positions,
+                                                        const What& what, impl::StepContext& step) {
   Impl& m = *this;
   const ModelConfig& cfg = m.cfg;
   const auto& g = graph.edges;
@@ -397,7 +436,9 @@ Result Evaluator::Impl::compute(const AtomGraph& graph, kk::Vec3View<const doubl
   const int n_chunks = std::max({(E + kk::kSumChunk - 1) / kk::kSumChunk, (graph.n_local + kk::kSumChunk - 1) / kk::kSumChunk, 1});
   kk::View2<double, Exec> partials(ws.take<double>(Workspace::kPartials, std::size_t(n_chunks) * 10), n_chunks, 10);
   kk::View1<double, Exec> sums(ws.take<double>(Workspace::kSums, 10), 10);
-  exec.fence("edgeframe: edge vectors handed to torch");
+#ifndef KOKKOS_ENABLE_CUDA
+  exec.fence("edgeframe: edge vectors handed to torch");  // on CUDA torch runs on the kernels' stream
+#endif
 
   const bool grad = what.forces || what.virial || what.atom_virial;
   const Tensor vec_t = bridge::tensor_of(vec, {E, 3}).requires_grad_(grad);
@@ -520,13 +561,42 @@ Result Evaluator::Impl::compute(const AtomGraph& graph, kk::Vec3View<const doubl
   if (grad) kk::node_forces(exec, nf, N);
   kk::GlobalSums<Exec> gs{vec, gv, res.energies, partials, sums, E, graph.n_local, n_chunks};
   kk::global_sums(exec, gs);
-  auto host_sums = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sums);  // host boundary: fences
+  return DeviceStep{res, sums, grad, graph.n_local};
+}
+
+Result Evaluator::Impl::finish(const DeviceStep& d) {
+  Result res = d.res;
+  auto host_sums = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), d.sums);  // host boundary: fences
   res.energy = host_sums(9);
   for (int q = 0; q < 9; ++q) res.virial[q] = host_sums(q);
   bool finite = std::isfinite(res.energy);
   for (int q = 0; q < 9; ++q) finite = finite && std::isfinite(res.virial[q]);  // NaN/Inf in any dE/dr_e lands here
-  if (!finite) throw_non_finite(res, graph.n_local, grad);
+  if (!finite) throw_non_finite(res, d.n_local, d.grad);
   return res;
+}
+
+Result Evaluator::Impl::graphed_step(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions,
+                                     const What& what) {
+#ifdef KOKKOS_ENABLE_CUDA
+  if (!step_graph) step_graph = std::make_unique<impl::StepGraph<DeviceStep>>();
+  const auto& g = graph.edges;
+  auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+  const impl::StepGraph<DeviceStep>::Key key = {
+      address(g.recv.data()), address(g.send.data()), address(g.shift.data()), address(g.recv_offsets.data()),
+      address(g.send_offsets.data()), address(g.send_edges.data()), address(graph.species.data()),
+      address(positions.data()), std::uintptr_t(g.n_nodes), std::uintptr_t(g.n_edges), std::uintptr_t(graph.n_local),
+      std::uintptr_t(what.forces) | std::uintptr_t(what.energies) << 1 | std::uintptr_t(what.virial) << 2 |
+          std::uintptr_t(what.atom_virial) << 3};
+  graph_held = graph;
+  positions_held = positions;
+  return finish(step_graph->run(key, [&] {
+    impl::StepContext step;  // only host code reads it, and only while the step runs
+    return device_step(graph, positions, what, step);
+  }));
+#else
+  impl::StepContext step;
+  return finish(device_step(graph, positions, what, step));
+#endif
 }
 
 }  // namespace edgeframe

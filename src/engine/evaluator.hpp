@@ -76,6 +76,13 @@ struct EvaluatorOptions {
   // forward pass of the edge parts. Same results to rounding.
   bool recompute_layers = false;
   int edge_chunk = 0;
+  // CUDA builds: record the device part of a step as one CUDA graph and replay it while the
+  // graph, the positions view and What stay the same (their values may change), which takes
+  // the host's launch and autograd overhead out of small steps (step_graph.hpp; doc/engine.md
+  // "CUDA graphs"). A new graph or positions view costs one eager step and one capture. Steps
+  // with an exchange, timers, a roll or recompute_layers run as without it. No effect on host
+  // backends.
+  bool cuda_graph = false;
 };
 
 class Evaluator {
@@ -97,6 +104,10 @@ class Evaluator {
   long layers_recomputed() const;
   // Times the edge chunks were (re)built: once per graph (neighbour-list rebuild), not per call.
   long edge_chunk_builds() const;
+  // cuda_graph: steps captured so far (one per new graph, positions view or request) and
+  // steps replayed from a capture (0 and 0 on host backends or without the option).
+  long cuda_graph_captures() const;
+  long cuda_graph_replays() const;
 
  private:
   struct Impl;

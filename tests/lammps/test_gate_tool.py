@@ -90,3 +90,17 @@ def test_engine_b_environment_reaches_the_engine(request, case):
     good = gate.run_engine(args, case, "fp64", env=dict(os.environ, EDGEFRAME_LOOP_ORDER="degree4"))
     assert "error" not in good, good
     assert good["max_force_err_rel"] < 1e-10, good
+
+
+def test_graph_column_replays_on_cuda_and_matches_the_reference(request, case):
+    """engine-<precision>-graph runs the bench with --cuda-graph: on CUDA one capture and a
+    replay for every step after the first two warm-ups; on host backends the option does
+    nothing. Either way the forces are the reference's."""
+    bench = Path(request.config.getoption("--plugin")).resolve().parents[2] / "bench" / "edgeframe_bench"
+    args = argparse.Namespace(bench=str(bench), repeats=3, warmup=2, case_timeout=300)
+    r = gate.run_engine(args, case, "fp64", cuda_graph=True)
+    assert "error" not in r, r
+    assert r["max_force_err_rel"] < 1e-10, r
+    on_cuda = r["engine"] == "Cuda"
+    assert r["cuda_graph_captures"] == (1 if on_cuda else 0), r
+    assert r["cuda_graph_replays"] == (args.repeats + args.warmup - 1 if on_cuda else 0), r
