@@ -129,11 +129,13 @@ void launch_node_degree(const char* label, const Exec& exec, const F& f, int n_n
 }
 template <class Exec>
 constexpr LoopOrder default_loop_order() {
-  // Devices: degree (lanes4 measured on the H200, 2026-11-30f: L2 tf32 step 25.9 -> 22.6 ms, L3
+  // Devices: degree4 (lanes4 measured on the H200, 2026-11-30f: L2 tf32 step 25.9 -> 22.6 ms, L3
   // fp32 110.4 -> 100.6 ms against lanes, doc/benchmarks.md "Sixth run"; warp against lanes4:
   // "Seventh run"; degree against warp, 2026-11-30h: L3 fp32 99.8 -> 90.0 ms, bcc Cu 4394 L3
-  // tf32 143.1 -> 126.7 ms, "Eighth run").
-  return std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace> ? LoopOrder::rows : LoopOrder::degree;
+  // tf32 143.1 -> 126.7 ms, "Eighth run"; degree4 against degree, 2026-11-30j, A/B in one gate
+  // run, medians of 21 steps: 512-atom L2 / L3 steps 0.5-5.5 % faster, bcc Cu 4394 L3 tf32
+  // 125.35 -> 120.93 ms, "Tenth run", by a rule fixed before the measurement).
+  return std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace> ? LoopOrder::rows : LoopOrder::degree4;
 }
 // lanes: edges per team and vector length (a warp on a GPU; 1 on the host, where the variant
 // runs only to be tested).

@@ -397,7 +397,7 @@ TEST(Evaluator, RecomputedEdgePartsGiveTheSameResults) {
 
 TEST(Evaluator, AllLoopOrdersGiveTheSameResults) {
   // EDGEFRAME_LOOP_ORDER picks the edge-frame kernels' loop order (kernel_common.hpp): rows (the
-  // host default), lanes, lanes4, warp, degree (the GPU default) and degree4 give the same model to rounding, and a
+  // host default), lanes, lanes4, warp, degree and degree4 (the GPU default) give the same model to rounding, and a
   // wrong value is refused by name.
   const Golden g = load_golden("triclinic_ccu16_L3m2");
   const auto pot = read_potential(g.model_file);
