@@ -4,6 +4,11 @@
 // Kokkos kernel-callback split cannot do this: it sees only Kokkos launches and puts every torch
 // kernel (and the GPU's idle time) into one "LibTorch + glue" line.
 //
+// It also lists the torch operators that fill or copy (aten::zeros / fill_ / zero_ / copy_) by
+// input shape, from the CPU-side operator events (recorded on GPU builds as well): which
+// tensors are zero-filled or copied per step, the first thing to read about the "copies /
+// fills" and many "elementwise" kernels.
+//
 // On a host build the profiler records CPU operators instead (nested, so the sums overlap):
 // enough to check that the option works, not a profile worth reading.
 #pragma once
@@ -47,7 +52,7 @@ inline void profile_steps(int reps, double step_s, const std::function<void()>& 
   const std::set<ActivityType> activities{ActivityType::CPU};
   const c10::DeviceType want = c10::DeviceType::CPU;
 #endif
-  const ProfilerConfig config(ProfilerState::KINETO);
+  const ProfilerConfig config(ProfilerState::KINETO, /*report_input_shapes=*/true);
   prepareProfiler(config, activities);
   enableProfiler(config, activities);
   for (int r = 0; r < reps; ++r) step();
@@ -55,6 +60,32 @@ inline void profile_steps(int reps, double step_s, const std::function<void()>& 
   if (!trace_path.empty()) result->save(trace_path);
 
   std::map<std::string, std::pair<double, int>> by_name, by_family;  // seconds, launches
+  // The torch operators that fill or copy (the "copies / fills" and many "elementwise" GPU
+  // kernels), by input shapes: which tensors get zero-filled or copied, and how often.
+  std::map<std::string, std::pair<double, int>> fills;  // values touched per step, calls
+  for (const auto& e : result->events()) {
+    if (e.deviceType() != c10::DeviceType::CPU || !e.hasShapes()) continue;
+    const std::string op = e.name();
+    if (op != "aten::zeros" && op != "aten::fill_" && op != "aten::copy_" && op != "aten::zero_" && op != "aten::zeros_like")
+      continue;
+    std::string key = op + " ";
+    double values = 0;
+    for (const auto& shape : e.shapes()) {
+      if (shape.empty()) continue;
+      double n = 1;
+      key += "[";
+      for (std::size_t d = 0; d < shape.size(); ++d) {
+        key += (d ? "," : "") + std::to_string(shape[d]);
+        n *= double(shape[d]);
+      }
+      key += "]";
+      values = std::max(values, n);
+      if (op == "aten::zeros") break;  // its "shapes" are the size argument's
+    }
+    auto& f = fills[key];
+    f.first += values;
+    f.second += 1;
+  }
   double busy = 0;
   int events = 0;
   for (const auto& e : result->events()) {
@@ -80,6 +111,12 @@ inline void profile_steps(int reps, double step_s, const std::function<void()>& 
   std::sort(names.begin(), names.end(), heavier);
   std::printf("    %-28s %10s %8s\n", "family", "ms/step", "launches");
   for (const auto& [f, v] : families) std::printf("    %-28s %10.2f %8d\n", f.c_str(), 1e3 * v.first / reps, v.second / reps);
+  std::vector<std::pair<std::string, std::pair<double, int>>> fill_list(fills.begin(), fills.end());
+  std::sort(fill_list.begin(), fill_list.end(), heavier);
+  std::printf("    %-70s %14s %8s\n", "fill / copy operators by input shape", "Mvalues/step", "calls");
+  for (std::size_t k = 0; k < std::min<std::size_t>(fill_list.size(), 20); ++k)
+    std::printf("    %-70s %14.2f %8d\n", fill_list[k].first.substr(0, 70).c_str(), 1e-6 * fill_list[k].second.first / reps,
+                fill_list[k].second.second / reps);
   std::printf("    %-90s %10s %8s\n", "heaviest kernels", "ms/step", "launches");
   for (std::size_t k = 0; k < std::min<std::size_t>(names.size(), 30); ++k)
     std::printf("    %-90s %10.3f %8d\n", names[k].first.c_str(), 1e3 * names[k].second.first / reps,
