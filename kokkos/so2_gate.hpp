@@ -7,8 +7,12 @@
 // Forward, per edge and channel c: x[row 0] = silu(z_0), and every row r >= 1 of degree l
 // times sigmoid(gate_l). Backward: the z gradient of every row and the gates' (summed over the
 // rows of their degree). One thread per (edge, channel): coalesced over channels on a GPU.
-// The sigmoids come in from torch (vectorised on CPUs; computed here, scalar exp in double made
-// the host kernel 10x slower than the torch chain it replaced, 2026-11-30d).
+// On host backends the sigmoids come in from torch (vectorised; computed here, scalar exp in
+// double made the host kernel 10x slower than the torch chain it replaced, 2026-11-30d). On
+// devices the kernel computes them from z itself (sig0 / sig left empty): torch's two sigmoid
+// passes per direction read strided column ranges of z (non-vectorised kernels), wrote [E,
+// (L + 1) C] temporaries and the kernel read those again, about 2300 values per edge and layer
+// of traffic, and the backward's temporaries sat at the step's memory peak (2026-11-30j).
 // Replaces the torch chain sigmoid / narrow / cat / mul / silu / cat and its backward (slice
 // backward fills and adds), doc/gpu-notes.md, fourth session.
 #pragma once
@@ -25,8 +29,8 @@ namespace edgeframe::kk {
 template <class Exec, class Real>
 struct So2Gate {
   View2<const Real, Exec> z;        // [E, (K + L) C]
-  View2<const Real, Exec> sig0;     // [E, C] sigmoid of z's row 0 (for its SiLU)
-  View2<const Real, Exec> sig;      // [E, L C] sigmoid of the gate rows, degree l at (l - 1) C
+  View2<const Real, Exec> sig0;     // [E, C] sigmoid of z's row 0 (for its SiLU), or empty: computed
+  View2<const Real, Exec> sig;      // [E, L C] sigmoid of the gate rows, degree l at (l - 1) C, or empty
   View3<Real, Exec> x;              // [E, K, C] (forward)
   View3<const Real, Exec> grad_x;   // [E, K, C] (backward)
   View2<Real, Exec> grad_z;         // [E, (K + L) C] (backward)
@@ -35,6 +39,14 @@ struct So2Gate {
   // Row of z (in units of C columns) that packed row r reads.
   KOKKOS_INLINE_FUNCTION int z_row(int r) const { return r <= lmax ? r : r + lmax; }
   KOKKOS_INLINE_FUNCTION double zv(int e, int q, int c) const { return double(z(e, q * channels + c)); }
+  // The sigmoids of row 0 and of degree l's gate (z row lmax + l): given, or computed in double.
+  KOKKOS_INLINE_FUNCTION static double sigmoid(double v) { return 1.0 / (1.0 + Kokkos::exp(-v)); }
+  KOKKOS_INLINE_FUNCTION double s0_at(int e, int c) const {
+    return sig0.extent(0) ? double(sig0(e, c)) : sigmoid(zv(e, 0, c));
+  }
+  KOKKOS_INLINE_FUNCTION double gate_at(int e, int l, int c) const {
+    return sig.extent(0) ? double(sig(e, (l - 1) * channels + c)) : sigmoid(zv(e, lmax + l, c));
+  }
   // Packed rows of degree l >= 1: (l, 0), then (l, +m) and (l, -m) for m = 1..min(l, mmax).
   // Looping degree by degree keeps each gate in a register: per-degree arrays indexed by a
   // row's degree went to local memory on the GPU.
@@ -49,9 +61,9 @@ struct So2Gate {
   template <class Rows>
   KOKKOS_INLINE_FUNCTION void forward_channel(int e, int c, const Rows& rows) const {
     const double z0 = zv(e, 0, c);
-    x(e, 0, c) = static_cast<Real>(z0 * double(sig0(e, c)));
+    x(e, 0, c) = static_cast<Real>(z0 * s0_at(e, c));
     for (int l = 1; l <= lmax; ++l) {
-      const double s = double(sig(e, (l - 1) * channels + c));
+      const double s = gate_at(e, l, c);
       for (int k = 0; k < rows_of_degree(l); ++k) {
         const int r = rows(l, k);
         x(e, r, c) = static_cast<Real>(zv(e, z_row(r), c) * s);
@@ -61,10 +73,10 @@ struct So2Gate {
 
   template <class Rows>
   KOKKOS_INLINE_FUNCTION void backward_channel(int e, int c, const Rows& rows) const {
-    const double z0 = zv(e, 0, c), s0 = double(sig0(e, c));
+    const double z0 = zv(e, 0, c), s0 = s0_at(e, c);
     grad_z(e, c) = static_cast<Real>(double(grad_x(e, 0, c)) * s0 * (1.0 + z0 * (1.0 - s0)));
     for (int l = 1; l <= lmax; ++l) {
-      const double s = double(sig(e, (l - 1) * channels + c));
+      const double s = gate_at(e, l, c);
       double dgate = 0.0;
       for (int k = 0; k < rows_of_degree(l); ++k) {
         const int r = rows(l, k), q = z_row(r);
@@ -89,6 +101,7 @@ struct So2Gate {
   // vectorise); the same expression per element as the device order, and the gate gradient
   // summed over a degree's rows in the same order, so both give the same numbers.
   static constexpr int kHostChannels = 1024;  // wider rows take the per-channel path
+  // These read the given sigmoids (without them the launchers below take the per-channel order).
   KOKKOS_INLINE_FUNCTION void operator()(TagValue, int e) const {
     if (channels > kHostChannels) {
       for (int c = 0; c < channels; ++c) forward_channel(e, c, [this](int l, int k) { return row_of_degree(l, k); });
@@ -147,24 +160,37 @@ constexpr bool gate_per_edge() {
   return std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>;
 }
 
+// Whether the caller passes the sigmoids in (host backends) or leaves sig0 / sig empty for the
+// kernel to compute (devices).
+template <class Exec>
+constexpr bool gate_takes_sigmoids() {
+  return gate_per_edge<Exec>();
+}
+
 template <class Exec, class Real>
 void so2_gate_forward(const Exec& exec, const So2Gate<Exec, Real>& f, int n_edges) {
-  if constexpr (gate_per_edge<Exec>())
-    Kokkos::parallel_for("edgeframe::so2_gate", Range<Exec, TagValue>(exec, 0, n_edges), f);
-  else
-    Kokkos::parallel_for("edgeframe::so2_gate",
-                         Kokkos::RangePolicy<Exec, TagForward, Kokkos::IndexType<std::int64_t>>(
-                             exec, 0, std::int64_t(n_edges) * f.channels), f);
+  if constexpr (gate_per_edge<Exec>()) {
+    if (f.sig0.extent(0) != 0 && f.sig.extent(0) != 0) {
+      Kokkos::parallel_for("edgeframe::so2_gate", Range<Exec, TagValue>(exec, 0, n_edges), f);
+      return;
+    }
+  }
+  Kokkos::parallel_for("edgeframe::so2_gate",
+                       Kokkos::RangePolicy<Exec, TagForward, Kokkos::IndexType<std::int64_t>>(
+                           exec, 0, std::int64_t(n_edges) * f.channels), f);
 }
 
 template <class Exec, class Real>
 void so2_gate_backward(const Exec& exec, const So2Gate<Exec, Real>& f, int n_edges) {
-  if constexpr (gate_per_edge<Exec>())
-    Kokkos::parallel_for("edgeframe::so2_gate_backward", Range<Exec, TagValueAndGrad>(exec, 0, n_edges), f);
-  else
-    Kokkos::parallel_for("edgeframe::so2_gate_backward",
-                         Kokkos::RangePolicy<Exec, TagBackward, Kokkos::IndexType<std::int64_t>>(
-                             exec, 0, std::int64_t(n_edges) * f.channels), f);
+  if constexpr (gate_per_edge<Exec>()) {
+    if (f.sig0.extent(0) != 0 && f.sig.extent(0) != 0) {
+      Kokkos::parallel_for("edgeframe::so2_gate_backward", Range<Exec, TagValueAndGrad>(exec, 0, n_edges), f);
+      return;
+    }
+  }
+  Kokkos::parallel_for("edgeframe::so2_gate_backward",
+                       Kokkos::RangePolicy<Exec, TagBackward, Kokkos::IndexType<std::int64_t>>(
+                           exec, 0, std::int64_t(n_edges) * f.channels), f);
 }
 
 }  // namespace edgeframe::kk

@@ -319,8 +319,10 @@ struct So2LinearFn : public torch::autograd::Function<So2LinearFn> {
   }
 };
 
-// The sigmoids the gate kernel reads: of z's row 0 [E, C] and of the gate rows [E, L C].
+// The sigmoids the gate kernel reads on host backends: of z's row 0 [E, C] and of the gate rows
+// [E, L C]. On devices the kernel computes them itself (so2_gate.hpp): none are made here.
 std::pair<Tensor, Tensor> gate_sigmoids(const Tensor& z, int lmax, int channels) {
+  if (!kk::gate_takes_sigmoids<Exec>()) return {};
   return {torch::sigmoid(z.narrow(1, 0, channels)), torch::sigmoid(z.narrow(1, (lmax + 1) * channels, lmax * channels))};
 }
 
@@ -329,8 +331,10 @@ kk::So2Gate<Exec, Real> gate_functor(const Tensor& z, const std::pair<Tensor, Te
                                      int channels) {
   kk::So2Gate<Exec, Real> f;
   f.z = bridge::view2<const Real>(z, "first SO(2) linear output z");
-  f.sig0 = bridge::view2<const Real>(sig.first, "sigmoid of row 0");
-  f.sig = bridge::view2<const Real>(sig.second, "sigmoid of the gates");
+  if (sig.first.defined()) {  // else left empty: the kernel computes them
+    f.sig0 = bridge::view2<const Real>(sig.first, "sigmoid of row 0");
+    f.sig = bridge::view2<const Real>(sig.second, "sigmoid of the gates");
+  }
   f.lmax = lmax;
   f.mmax = mmax;
   f.channels = channels;
@@ -362,7 +366,7 @@ struct So2GateFn : public torch::autograd::Function<So2GateFn> {
     const int E = static_cast<int>(z.size(0)), K = kk::band_rows(int(shape[0]), int(shape[1]));
     const Tensor gx = grad_or_zeros(grads[0], {E, K, shape[2]}, z.scalar_type());
     Tensor gz = torch::empty_like(z);
-    const auto sig = gate_sigmoids(z, int(shape[0]), int(shape[2]));  // recomputed: nothing more is kept
+    const auto sig = gate_sigmoids(z, int(shape[0]), int(shape[2]));  // recomputed (host): nothing more is kept
     const Exec exec = bridge::exec_instance();
     with_real(z.scalar_type(), [&](auto real) {
       using Real = decltype(real);

@@ -8,6 +8,7 @@
 #include "band_layout.hpp"
 #include "bridge.hpp"
 #include "ops.hpp"
+#include "so2_gate.hpp"
 
 namespace {
 
@@ -89,6 +90,38 @@ TEST(So2Gate, RowsWiderThanTheHostBufferMatchToo) {
     const torch::Tensor g1 = torch::autograd::grad({(got * probe).sum()}, {z1})[0];
     const torch::Tensor g2 = torch::autograd::grad({(want * probe).sum()}, {z2})[0];
     EXPECT_LT(rel(g1, g2), 1e-14) << "L" << L << "m" << M;
+  }
+}
+
+TEST(So2Gate, SigmoidsComputedInTheKernelMatchToo) {
+  // Devices leave the kernel's sig0 / sig empty and it computes the sigmoids from z
+  // (so2_gate.hpp); impl::so2_gate does that on a GPU build. Here the kernel is called directly
+  // with no sigmoids, so a host build runs that path too (per-channel order, exp in double).
+  constexpr int E = 7, C = 20;
+  const Exec exec = bridge::exec_instance();
+  for (const auto& [L, M] : {std::pair{2, 1}, std::pair{3, 2}}) {
+    const int K = kk::band_rows(L, M);
+    torch::manual_seed(11);
+    const auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(bridge::device());
+    const torch::Tensor z = 3.0 * torch::randn({E, (K + L) * C}, opts), probe = torch::randn({E, K, C}, opts);
+    const torch::Tensor zr = z.clone().requires_grad_(true);
+    const torch::Tensor want = gate_reference(zr, L, M, C);
+    const torch::Tensor want_grad = torch::autograd::grad({(want * probe).sum()}, {zr})[0];
+    const torch::Tensor x = torch::empty({E, K, C}, opts), gz = torch::empty_like(z);
+    kk::So2Gate<Exec, double> f;
+    f.z = bridge::view2<const double>(z, "z");
+    f.x = bridge::view3<double>(x, "x");
+    f.grad_x = bridge::view3<const double>(probe, "grad x");
+    f.grad_z = bridge::view2<double>(gz, "grad z");
+    f.lmax = L;
+    f.mmax = M;
+    f.channels = C;
+    ASSERT_EQ(f.sig0.extent(0), 0u);
+    kk::so2_gate_forward(exec, f, E);
+    kk::so2_gate_backward(exec, f, E);
+    exec.fence("so2 gate test");
+    EXPECT_LT(rel(x, want.detach()), 1e-14) << "L" << L << "m" << M;
+    EXPECT_LT(rel(gz, want_grad), 1e-14) << "L" << L << "m" << M;
   }
 }
 
