@@ -167,30 +167,29 @@ constexpr bool gate_takes_sigmoids() {
   return gate_per_edge<Exec>();
 }
 
-template <class Exec, class Real>
-void so2_gate_forward(const Exec& exec, const So2Gate<Exec, Real>& f, int n_edges) {
+// Host backends with the sigmoids given: one edge per iteration (EdgeTag); else one (edge,
+// channel) per iteration (ChannelTag), the order that computes missing sigmoids.
+template <class EdgeTag, class ChannelTag, class Exec, class Real>
+void launch_gate(const char* label, const Exec& exec, const So2Gate<Exec, Real>& f, int n_edges) {
   if constexpr (gate_per_edge<Exec>()) {
     if (f.sig0.extent(0) != 0 && f.sig.extent(0) != 0) {
-      Kokkos::parallel_for("edgeframe::so2_gate", Range<Exec, TagValue>(exec, 0, n_edges), f);
+      Kokkos::parallel_for(label, Range<Exec, EdgeTag>(exec, 0, n_edges), f);
       return;
     }
   }
-  Kokkos::parallel_for("edgeframe::so2_gate",
-                       Kokkos::RangePolicy<Exec, TagForward, Kokkos::IndexType<std::int64_t>>(
+  Kokkos::parallel_for(label,
+                       Kokkos::RangePolicy<Exec, ChannelTag, Kokkos::IndexType<std::int64_t>>(
                            exec, 0, std::int64_t(n_edges) * f.channels), f);
 }
 
 template <class Exec, class Real>
+void so2_gate_forward(const Exec& exec, const So2Gate<Exec, Real>& f, int n_edges) {
+  launch_gate<TagValue, TagForward>("edgeframe::so2_gate", exec, f, n_edges);
+}
+
+template <class Exec, class Real>
 void so2_gate_backward(const Exec& exec, const So2Gate<Exec, Real>& f, int n_edges) {
-  if constexpr (gate_per_edge<Exec>()) {
-    if (f.sig0.extent(0) != 0 && f.sig.extent(0) != 0) {
-      Kokkos::parallel_for("edgeframe::so2_gate_backward", Range<Exec, TagValueAndGrad>(exec, 0, n_edges), f);
-      return;
-    }
-  }
-  Kokkos::parallel_for("edgeframe::so2_gate_backward",
-                       Kokkos::RangePolicy<Exec, TagBackward, Kokkos::IndexType<std::int64_t>>(
-                           exec, 0, std::int64_t(n_edges) * f.channels), f);
+  launch_gate<TagValueAndGrad, TagBackward>("edgeframe::so2_gate_backward", exec, f, n_edges);
 }
 
 }  // namespace edgeframe::kk
