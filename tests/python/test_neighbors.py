@@ -4,6 +4,7 @@ positions, mixed pbc) and open."""
 import itertools
 
 import numpy as np
+import torch
 import pytest
 
 from edgeframe_ref.neighbors import neighbor_list
@@ -60,3 +61,47 @@ def test_both_directions_and_symmetry():
     got = set(as_tuples(neighbor_list(atoms.positions, atoms.cell, atoms.pbc, 3.9)))
     for i, j, a, b, c in got:
         assert (j, i, -a, -b, -c) in got
+
+
+def binned_cases():
+    """Periodic boxes with >= 3 bins per direction: cubic, bcc, a sheared (triclinic) cell over
+    the same atoms, and positions outside the cell."""
+    cubic = rattle(diamond((4, 4, 4)), 0.1, 3)
+    sheared = cubic.cell.copy()
+    sheared[1, 0] += 3.0
+    sheared[2, 0] -= 2.0
+    sheared[2, 1] += 1.5
+    outside = cubic.positions + np.array([[1, -2, 0]]) @ cubic.cell
+    outside[5] += cubic.cell[2] * 3
+    return {
+        "diamond": (cubic.positions, cubic.cell, 3.5),
+        "bcc": (rattle(bcc((6, 6, 6)), 0.05, 4).positions, bcc((6, 6, 6)).cell, 5.5),
+        "sheared": (cubic.positions, sheared, 3.5),
+        "outside": (outside, cubic.cell, 4.6),
+    }
+
+
+@pytest.mark.parametrize("name", ["diamond", "bcc", "sheared", "outside"])
+def test_binned_search_gives_the_all_pairs_edges(name):
+    """neighbor_list_binned (large boxes) against the all-pairs search: the same edges, the
+    same order, shifts included."""
+    from edgeframe_ref.neighbors import bin_counts, neighbor_list_binned
+    pos, cell, r_cut = binned_cases()[name]
+    assert min(bin_counts(cell, r_cut)) >= 3
+    assert len(pos) < 2048   # neighbor_list itself takes the all-pairs path here
+    want = neighbor_list(pos, cell, (True, True, True), r_cut)
+    got = neighbor_list_binned(pos, cell, r_cut)
+    assert len(want[0]) > 20 * len(pos)
+    for a, b in zip(got, want):
+        assert torch.equal(a, b)
+
+
+def test_large_boxes_take_the_binned_search_and_small_cells_refuse_it():
+    from edgeframe_ref import neighbors
+    atoms = rattle(diamond((8, 8, 8)), 0.05, 5)     # 4096 atoms
+    got = neighbors.neighbor_list(atoms.positions, atoms.cell, atoms.pbc, 3.5)
+    direct = neighbors.neighbor_list_binned(atoms.positions, atoms.cell, 3.5)
+    for a, b in zip(got, direct):
+        assert torch.equal(a, b)
+    with pytest.raises(ValueError, match="bins per direction"):
+        neighbors.neighbor_list_binned(atoms.positions, atoms.cell, 12.0)
