@@ -254,13 +254,12 @@ def main():
                                 repeats=args.repeats, warmup=args.warmup, threads=0, edge_chunk=0, max_memory_gb=0)
                     r = bench_reference.run_worker(case, args.case_timeout)
                     r = {k: r[k] for k in ("median_s", "times_s", "peak_bytes", "first_call_s", "error") if k in r}
-                elif col.startswith("engine-b-") and bench_b:    # engine-b-<precision>[-recompute]
-                    parts = col.split("-")
-                    r = run_engine(args, c, parts[2], recompute="recompute" in parts[3:], bench=bench_b, env=env_b,
-                                   cuda_graph="graph" in parts[3:])
-                elif col.startswith("engine-") and not col.startswith("engine-b-"):    # engine-<precision>[-recompute]
-                    parts = col.split("-")
-                    r = run_engine(args, c, parts[1], recompute="recompute" in parts[2:], cuda_graph="graph" in parts[2:])
+                elif col.startswith("engine-") and (bench_b or not col.startswith("engine-b-")):
+                    # engine[-b]-<precision>[-recompute|-graph]; engine-b: the second bench / environment
+                    b_col = col.startswith("engine-b-")
+                    precision, *flags = col.split("-")[2 if b_col else 1:]
+                    r = run_engine(args, c, precision, recompute="recompute" in flags, cuda_graph="graph" in flags,
+                                   bench=bench_b if b_col else None, env=env_b if b_col else None)
                 elif col.startswith("lammps-") and args.lmp:
                     r = run_lammps(args, c, col.split("-", 1)[1])
                 else:

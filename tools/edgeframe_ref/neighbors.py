@@ -25,20 +25,19 @@ import numpy as np
 import torch
 
 
+def plane_spacings(cell):
+    """Per direction a, d_a = V / |b x c|: the spacing of the lattice planes spanned by the two
+    other cell vectors."""
+    cell = np.asarray(cell, dtype=np.float64)
+    vol = abs(np.linalg.det(cell))
+    return [vol / np.linalg.norm(np.cross(cell[(a + 1) % 3], cell[(a + 2) % 3])) for a in range(3)]
+
+
 def image_range(cell, pbc, r_cut):
     """Per direction, the largest |S_a| needed (0 for non-periodic directions)."""
-    cell = np.asarray(cell, dtype=np.float64)
-    out = []
-    if any(pbc):
-        vol = abs(np.linalg.det(cell))
-    for a in range(3):
-        if not pbc[a]:
-            out.append(0)
-            continue
-        b, c = cell[(a + 1) % 3], cell[(a + 2) % 3]
-        d = vol / np.linalg.norm(np.cross(b, c))
-        out.append(int(math.ceil(r_cut / d)))
-    return out
+    if not any(pbc):
+        return [0, 0, 0]
+    return [int(math.ceil(r_cut / d)) if p else 0 for d, p in zip(plane_spacings(cell), pbc)]
 
 
 BINNED_FROM = 2048   # atoms: neighbor_list bins periodic boxes this large (when they allow it)
@@ -46,14 +45,8 @@ BINNED_FROM = 2048   # atoms: neighbor_list bins periodic boxes this large (when
 
 def bin_counts(cell, r_cut):
     """Per direction, how many bins at least r_cut thick fit (along the plane normal)."""
-    cell = np.asarray(cell, dtype=np.float64)
-    vol = abs(np.linalg.det(cell))
-    out = []
-    for a in range(3):
-        b, c = cell[(a + 1) % 3], cell[(a + 2) % 3]
-        d = vol / np.linalg.norm(np.cross(b, c))
-        out.append(int(d // (r_cut * (1 + 1e-9))))   # the margin keeps rounding off the bin edges
-    return out
+    # The margin keeps rounding off the bin edges.
+    return [int(d // (r_cut * (1 + 1e-9))) for d in plane_spacings(cell)]
 
 
 def _wrapped(positions, cell, pbc):
