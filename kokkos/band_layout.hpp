@@ -140,10 +140,11 @@ KOKKOS_INLINE_FUNCTION constexpr int gate_row(int l, int m, int lmax) {
   for (int mm = 0; mm < am; ++mm) start += lmax + 1 - mm;
   return start + (l - am);
 }
-// Rows of the radial multiplier: sum_{m=0..mmax} (L+1-m).
+// Rows of the radial multiplier: sum_{m=0..min(lmax, mmax)} (L+1-m) (a part of the band rows
+// may have mmax > lmax: degree 0 alone, src/engine/ops.hpp BandPart).
 KOKKOS_INLINE_FUNCTION constexpr int gate_rows(int lmax, int mmax) {
   int g = 0;
-  for (int m = 0; m <= mmax; ++m) g += lmax + 1 - m;
+  for (int m = 0; m <= mmax && m <= lmax; ++m) g += lmax + 1 - m;
   return g;
 }
 
@@ -153,5 +154,6 @@ static_assert(band_rows(3, 1) == 10 && band_rows(3, 2) == 14, "K rows");
 static_assert(packed_row(3, -1, 3) == 9 && packed_row(2, 2, 3) == 10 && packed_row(3, -2, 3) == 13,
               "packed order: block 0, (+1 rows, -1 rows), (+2 rows, -2 rows)");
 static_assert(gate_rows(3, 2) == 9 && gate_row(2, -2, 3) == 7, "gate rows: block m outer, then l");
+static_assert(gate_rows(0, 2) == 1 && band_rows(0, 2) == 1 && band_size(0, 2) == 1, "degree 0 alone: one row");
 
 }  // namespace edgeframe::kk

@@ -56,15 +56,22 @@ export EDGEFRAME_PYTHON=${EDGEFRAME_PYTHON:-python3} TORCH_CUDA_ARCH_LIST=9.0 PY
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 status=0
 
+# NO_LAMMPS=1: the carried deps-gpu.tar.xz holds Kokkos only (built on the CPU machine with
+# nvcc, which needs no GPU): the engine, units and bench are built, the plugin and the LAMMPS
+# steps are not (a fresh CPU machine has no earlier LAMMPS-CUDA build to carry, and building
+# LAMMPS here takes 8 of a call's 10 minutes).
+no_lammps=${NO_LAMMPS:-0}
 deps() {
-  if [[ ! -f $prefix/stamps/lammps-20260704-cuda-hopper90 ]]; then
+  local stamp=lammps-20260704-cuda-hopper90
+  [[ $no_lammps == 1 ]] && stamp=kokkos-5.0.2-cuda-hopper90
+  if [[ ! -f $prefix/stamps/$stamp ]]; then
     mkdir -p "$prefix" && tar xJf .device/deps-gpu.tar.xz -C "$prefix" || return 1
     rm -f "$prefix/stamps/lammps-20260704-src"    # the tarball holds the build, not the source
     # The 2026-11-29 tarball lacks LAMMPS' stamp: without it bootstrap rebuilds LAMMPS (8 min,
     # which cost the 2026-11-30 first call its whole 10 minutes).
     [[ -x $prefix/lammps-20260704-cuda-hopper90/bin/lmp ]] && date -u +%FT%TZ > "$prefix/stamps/lammps-20260704-cuda-hopper90"
   fi
-  EDGEFRAME_TARBALLS=$repo/.device scripts/bootstrap.sh --gpu > /tmp/bootstrap.log 2>&1 \
+  EDGEFRAME_TARBALLS=$repo/.device scripts/bootstrap.sh --gpu $([[ $no_lammps == 1 ]] && echo --no-lammps) > /tmp/bootstrap.log 2>&1 \
     || { tail -20 /tmp/bootstrap.log; return 1; }
   # shellcheck disable=SC1090
   source "$(scripts/bootstrap.sh --gpu --print-env)"
@@ -101,6 +108,7 @@ do_build() {
   echo "== build: configure + compile ($(nproc) cores)"
   local t0=$SECONDS
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$Kokkos_ROOT/bin/nvcc_wrapper" \
+    $([[ $no_lammps == 1 ]] && echo -DEDGEFRAME_BUILD_PLUGIN=OFF) \
     > "$OUT/build.log" 2>&1 && cmake --build "$build" -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} >> "$OUT/build.log" 2>&1 \
     || { grep -E "error|Error" "$OUT/build.log" | head -30; tail -15 "$OUT/build.log"; return 1; }
   echo "   built in $((SECONDS - t0)) s ($(grep -c "Building" "$OUT/build.log") compiles)"
@@ -126,6 +134,7 @@ do_test() {
     (cd "$build" && ./tests/edgeframe_unit_tests --gtest_filter=*CudaGraph*) >> "$OUT/unit-gpu.log" 2>&1 || status=1
     tail -3 "$OUT/unit-gpu.log"; echo "   $((SECONDS - t0)) s"
   fi
+  if [[ $no_lammps == 1 ]]; then echo "== test: LAMMPS-level tests skipped (NO_LAMMPS=1: no LAMMPS in this call)"; return; fi
   echo "== test: LAMMPS-level tests, CUDA plugin (plain style on the GPU; /kk with -k on g 1 -sf kk)"
   t0=$SECONDS
   EDGEFRAME_KOKKOS_ARGS=${EDGEFRAME_KOKKOS_ARGS:-"-k on g 1 -sf kk"} timeout "${LAMMPS_TEST_TIMEOUT:-300}" "$EDGEFRAME_PYTHON" -m pytest -q \

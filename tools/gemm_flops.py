@@ -18,7 +18,8 @@ def forward_flops(s, E, N):
     total = 0.0
     for t in range(T):
         first, last = t == 0, t == T - 1
-        total += E * 2 * (s["n_rbf"] * s["Hr"] + s["Hr"] * s["Hr"] + s["Hr"] * G * 2 * C)   # radial MLP
+        g_rows = 1 if first else G                     # layer 0 rotates degree 0 only: one multiplier row
+        total += E * 2 * (s["n_rbf"] * s["Hr"] + s["Hr"] * s["Hr"] + s["Hr"] * g_rows * 2 * C)  # radial MLP
         cin0 = 2 * C if first else (L + 1) * 2 * C
         total += E * 2 * cin0 * (2 * L + 1) * Ch                                          # so2_1 block 0 (+ gates)
         total += 0 if last else E * 2 * (L + 1) * Ch * (L + 1) * C                        # so2_2 block 0

@@ -71,6 +71,11 @@ kk::LoopOrder loop_order_from_env() {
   throw InputError("EDGEFRAME_LOOP_ORDER='" + s + "' (valid: rows, lanes, lanes4, warp, degree, degree4)");
 }
 
+bool env_is_one(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::string(v) == "1";
+}
+
 // cuBLAS TF32 for the GEMMs of one compute() call (tf32 mode), restored afterwards: the switch
 // is process-wide in torch and other code in the process (a second pair style) must not see it.
 class Tf32Scope {
@@ -119,6 +124,10 @@ struct Evaluator::Impl {
   // Loop order of the edge-frame kernels (kernel_common.hpp); EDGEFRAME_LOOP_ORDER=rows|lanes|lanes4|warp
   // overrides the backend's default, so that one benchmark run can time both side by side.
   kk::LoopOrder loop_order = loop_order_from_env();
+  // The first layer rotates degree 0 only, the last aggregates degree 0 only, and both gate the
+  // m = 0 rows only (make_so2_plans). EDGEFRAME_ALL_DEGREES=1 turns that off (every layer the
+  // full width, as before the eleventh session), for an A/B of one build only.
+  bool trim_degrees = !env_is_one("EDGEFRAME_ALL_DEGREES");
   torch::Dtype dtype;
   Workspace workspace;
   Tensor species_embedding, e0, readout_scale, readout_w0, readout_b0, readout_w1, readout_b1;
@@ -189,25 +198,49 @@ struct Evaluator::Impl {
     for (int t = 0; t < cfg.layers; ++t) make_so2_plans(layers[t], t == 0, t == cfg.layers - 1);
   }
 
+  // The band rows each kernel of a layer's edge part works on (see make_so2_plans).
+  struct EdgeParts {
+    impl::BandPart pack, unrotate;
+    int gate_mmax;
+  };
+  EdgeParts edge_parts(bool first, bool last) const {
+    const int L = cfg.lmax, M = cfg.mmax;
+    if (!trim_degrees) return {{L, M}, {L, M}, M};
+    return {first ? impl::BandPart{0, M} : last ? impl::BandPart{L, 0} : impl::BandPart{L, M},
+            last ? impl::BandPart{0, M} : first ? impl::BandPart{L, 0} : impl::BandPart{L, M},
+            first || last ? 0 : M};
+  }
+
   // Work that provably cannot change the energy or its gradient (doc/model.md "Parameters
   // without effect") is skipped, not computed and discarded:
   //   layer 0: only the l = 0 row of the rotated input is nonzero (all l > 0 features start at
   //     zero), so block 0 reads only the l = 0 columns of W0 and the m > 0 blocks give zeros;
   //   last layer: only h[0] reaches the readout and only the m = 0, l = 0 message row feeds it,
   //     so the m > 0 blocks and the l > 0 outputs of linear 2 (and of the feed-forward) are dead.
+  // and the kernels around the SO(2) linears make only the rows these read (edge_parts()):
+  //   layer 0: the pack rotates degree 0 only (u [E, 1, 2C]: D^0 = 1, one radial multiplier
+  //     row); the messages are the m = 0 rows (the only nonzero ones), unrotated from those;
+  //   last layer: the pack makes the m = 0 rows only (block 0's input), and the unrotate
+  //     aggregates degree 0 only (the one message row linear 2 writes);
+  //   both: without m > 0 blocks, linear 1 has no m > 0 outputs, and the gate makes the m = 0
+  //     rows only (mmax 0 in so2_gate: x [E, L + 1, H], which linear 2's block 0 reads).
   // Linear 1: u [E, K, 2C] -> z [E, (K + L) H] (block 0 rows with the gates after them, then the
   // m > 0 rows, so2_gate.hpp); linear 2: gated [E, K, H] -> messages [E, K, C].
   void make_so2_plans(LayerWeights& lw, bool first, bool last) const {
-    const int L = cfg.lmax, C = cfg.channels, H = cfg.hidden_channels, K = kk::band_rows(L, cfg.mmax);
+    const int L = cfg.lmax, C = cfg.channels, H = cfg.hidden_channels;
     const bool m_blocks = !(first || last);
+    const EdgeParts parts = edge_parts(first, last);
+    const int u_rows = kk::band_rows(parts.pack.lmax, parts.pack.mmax);
+    const int gated_rows = kk::band_rows(L, parts.gate_mmax);  // rows of x, the gate's output
+    const int message_rows = kk::band_rows(parts.unrotate.lmax, parts.unrotate.mmax);
     impl::So2Plan& p1 = lw.so2_1_plan;
-    p1.x_width = K * 2 * C;
-    p1.z_width = (K + L) * H;
+    p1.x_width = u_rows * 2 * C;
+    p1.z_width = (gated_rows + L) * H;
     p1.blocks.push_back({0, (first ? 1 : L + 1) * 2 * C, 0, (2 * L + 1) * H, first ? lw.so2_1_w0_l0in : lw.so2_1_w0,
                          lw.so2_1_b0});
     impl::So2Plan& p2 = lw.so2_2_plan;
-    p2.x_width = K * H;
-    p2.z_width = K * C;
+    p2.x_width = gated_rows * H;
+    p2.z_width = message_rows * C;
     if (last) p2.blocks.push_back({0, (L + 1) * H, 0, C, lw.so2_2_w0_l0out, lw.so2_2_b0_l0out});
     else p2.blocks.push_back({0, (L + 1) * H, 0, (L + 1) * C, lw.so2_2_w0, lw.so2_2_b0});
     for (int m = 1; m <= cfg.mmax && m_blocks; ++m) {
@@ -227,12 +260,13 @@ struct Evaluator::Impl {
     return impl::rms_norm(h, scale, lmax, cfg.norm_eps);
   }
 
-  // Feed-forward of the last layer: only the l = 0 output reaches the readout.
+  // Feed-forward of the last layer: only the l = 0 output reaches the readout, which is all it
+  // returns ([N, 1, C]).
   Tensor feed_forward_l0(const LayerWeights& lw, const Tensor& h) const {
     const Tensor h0 = h.narrow(1, 0, 1);
     const Tensor n0 = rms_norm_eq(h, lw.ffn_scale.narrow(0, 0, 1), 0);
     const Tensor a = F::silu(n0.matmul(lw.ffn_w1[0].t()) + lw.ffn_b1);
-    return torch::cat({h0 + (a.matmul(lw.ffn_w2[0].t()) + lw.ffn_b2), h.narrow(1, 1, h.size(1) - 1)}, 1);
+    return h0 + (a.matmul(lw.ffn_w2[0].t()) + lw.ffn_b2);
   }
 
   Tensor feed_forward(const LayerWeights& lw, const Tensor& h) const {
@@ -256,9 +290,17 @@ struct Evaluator::Impl {
   // The edge part of a layer: normalised node features n [N, D, C] -> aggregated messages
   // [N, D, C] over the edges of step.graph (the whole graph, or one edge chunk of it with
   // band/rbf/env/sp_* narrowed to that chunk's edges).
+  // The first layer rotates degree 0 only and the last aggregates degree 0 only (make_so2_plans):
+  // the last layer's messages are [N, 1, C].
   Tensor edge_messages(const LayerWeights& lw, const Tensor& n, const Tensor& band, const Tensor& rbf, const Tensor& env,
-                       const Tensor& sp_recv, const Tensor& sp_send, impl::StepContext& step) const {
-    const int E = static_cast<int>(band.size(0)), C = cfg.channels;
+                       const Tensor& sp_recv, const Tensor& sp_send, impl::StepContext& step, bool first,
+                       bool last) const {
+    const int E = static_cast<int>(band.size(0)), C = cfg.channels, H = cfg.hidden_channels;
+    const EdgeParts parts = edge_parts(first, last);
+    // The m = 0 rows of the band, for the parts that take them (the step's band otherwise).
+    const bool m0_part = cfg.mmax > 0 && (parts.pack.mmax == 0 || parts.unrotate.mmax == 0);
+    const Tensor band_m0 = m0_part ? impl::m0_band(band, cfg.lmax, cfg.mmax) : Tensor();
+    auto band_for = [&](const impl::BandPart& p) { return p.mmax < cfg.mmax ? band_m0 : band; };
     Tensor a = torch::addmm(lw.rad_b0, rbf, lw.rad_w0_rbf.t()) + lw.rad_recv.index_select(0, sp_recv) +
                lw.rad_send.index_select(0, sp_send);
     a = F::silu(a);
@@ -267,16 +309,19 @@ struct Evaluator::Impl {
     // for their backward, so u and x would otherwise stay alive only as locals here, on top of
     // every earlier layer's saved activations: that was the step's peak, and letting them go
     // took it to 0.91x (doc/benchmarks.md "Ninth run").
-    Tensor u = impl::edge_frame_pack(n, band, a, lw.rad_w2, lw.rad_b2, step);  // with g = a w2^T + b2
-    const int K = static_cast<int>(u.size(1));
+    // The radial multipliers of the pack's rows are the leading rows of w2 (m outer, then l).
+    const int g_rows = kk::gate_rows(parts.pack.lmax, parts.pack.mmax) * 2 * C;
+    const Tensor w2 = lw.rad_w2.narrow(0, 0, g_rows), b2 = lw.rad_b2.narrow(0, 0, g_rows);
+    Tensor u = impl::edge_frame_pack(n, band_for(parts.pack), a, w2, b2, step, parts.pack);  // with g = a w2^T + b2
     // Explicit widths: a rank without edges has E = 0, where -1 is ambiguous.
-    Tensor z = impl::so2_linear(u.reshape({E, K * 2 * C}), lw.so2_1_plan);
+    Tensor z = impl::so2_linear(u.reshape({E, lw.so2_1_plan.x_width}), lw.so2_1_plan);
     u.reset();
-    Tensor x = impl::so2_gate(z, cfg.lmax, cfg.mmax, cfg.hidden_channels);
+    Tensor x = impl::so2_gate(z, cfg.lmax, parts.gate_mmax, H);
     z.reset();  // the gate keeps it for its backward
-    Tensor wmsg = impl::so2_linear(x.reshape({E, K * cfg.hidden_channels}), lw.so2_2_plan).reshape({E, K, C});
+    const int rows = lw.so2_2_plan.z_width / C;
+    Tensor wmsg = impl::so2_linear(x.reshape({E, lw.so2_2_plan.x_width}), lw.so2_2_plan).reshape({E, rows, C});
     x.reset();
-    return impl::unrotate_aggregate(wmsg, band, env, step);
+    return impl::unrotate_aggregate(wmsg, band_for(parts.unrotate), env, step, parts.unrotate);
   }
 
   // One layer around its edge part: messages(n) is edge_messages on the whole graph, or the sum
@@ -284,7 +329,8 @@ struct Evaluator::Impl {
   Tensor interaction(const LayerWeights& lw, const Tensor& h, const std::function<Tensor(const Tensor&)>& messages,
                      bool last, int n_live) const {
     const Tensor n = rms_norm_eq(h, lw.norm_scale, cfg.lmax);
-    const Tensor h1 = h + messages(n);
+    // The last layer's messages have degree 0 only, and only h[0] leaves it (feed_forward_l0).
+    const Tensor h1 = last ? h.narrow(1, 0, 1) + messages(n).narrow(1, 0, 1) : h + messages(n);
     // Rows n_live.. (exchange mode: ghosts) are overwritten by the next exchange and carry no
     // energy: their feed-forward is dead work, so they leave the layer as they are.
     const int N = static_cast<int>(h1.size(0));
@@ -493,7 +539,7 @@ Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
     if (t > 0 && step.exchange) h = impl::node_exchange(h, step);
     const LayerWeights& lw = m.layers[t];
     std::function<Tensor(const Tensor&)> messages = [&](const Tensor& n) {
-      return m.edge_messages(lw, n, band, rbf, env, sp_recv, sp_send, step);
+      return m.edge_messages(lw, n, band, rbf, env, sp_recv, sp_send, step, t == 0, t == last);
     };
     if (recompute)
       messages = [&](const Tensor& n) {
@@ -502,9 +548,11 @@ Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
           const auto [e0, e1] = chunk_edges[k];
           impl::StepContext& cs = chunk_steps[k];
           const Tensor sr = sp_recv.narrow(0, e0, e1 - e0), ss = sp_send.narrow(0, e0, e1 - e0);
-          chunk_fns.emplace_back([&m, &lw, &cs, sr, ss](const Tensor& n_in, const Tensor& band_in,
-                                                        const Tensor& rbf_in, const Tensor& env_in) {
-            return m.edge_messages(lw, n_in, band_in, rbf_in, env_in, sr, ss, cs);
+          const bool first_layer = t == 0, last_layer = t == last;
+          chunk_fns.emplace_back([&m, &lw, &cs, sr, ss, first_layer, last_layer](
+                                     const Tensor& n_in, const Tensor& band_in, const Tensor& rbf_in,
+                                     const Tensor& env_in) {
+            return m.edge_messages(lw, n_in, band_in, rbf_in, env_in, sr, ss, cs, first_layer, last_layer);
           });
           const Tensor part = impl::recomputed_layer(chunk_fns.back(), n, band.narrow(0, e0, e1 - e0),
                                                      rbf.narrow(0, e0, e1 - e0), env.narrow(0, e0, e1 - e0),

@@ -5,7 +5,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "band_layout.hpp"
 #include "edge_frame_pack.hpp"
@@ -124,8 +128,20 @@ struct EdgeGeometryFn : public torch::autograd::Function<EdgeGeometryFn> {
 };
 
 // ---- edge_frame_pack --------------------------------------------------------------------------
+// The gradient with respect to the band of a kernel call on the rows of `part`: the kernels
+// read and write the leading band_size(part) columns of each edge's band (ops.hpp BandPart);
+// the gradient of any further columns is 0.
+Tensor band_gradient(const Tensor& band, const BandPart& part) {
+  return band.size(1) > kk::band_size(part.lmax, part.mmax) ? torch::zeros_like(band) : torch::empty_like(band);
+}
+
+BandPart saved_part(AutogradContext* ctx) {
+  return {int(ctx->saved_data["lmax"].toInt()), int(ctx->saved_data["mmax"].toInt())};
+}
+
 template <class Real>
-kk::EdgeFramePack<Exec, Real> pack_functor(const StepContext& s, const Tensor& n, const Tensor& band, const Tensor& g) {
+kk::EdgeFramePack<Exec, Real> pack_functor(const StepContext& s, const BandPart& part, const Tensor& n,
+                                           const Tensor& band, const Tensor& g) {
   kk::EdgeFramePack<Exec, Real> f;
   f.n = bridge::view3<const Real>(n, "pack input n");
   f.band = bridge::view2<const Real>(band, "band");
@@ -135,8 +151,8 @@ kk::EdgeFramePack<Exec, Real> pack_functor(const StepContext& s, const Tensor& n
   f.recv_offsets = s.graph.recv_offsets;
   f.send_offsets = s.graph.send_offsets;
   f.send_edges = s.graph.send_edges;
-  f.lmax = s.lmax;
-  f.mmax = s.mmax;
+  f.lmax = part.lmax;
+  f.mmax = part.mmax;
   f.channels = s.channels;
   return f;
 }
@@ -147,24 +163,28 @@ kk::EdgeFramePack<Exec, Real> pack_functor(const StepContext& s, const Tensor& n
 // columns: 20x at L2, 36x at L3 for H_r = 64); making it again costs one GEMM of K = H_r
 // (doc/gpu-notes.md, ninth session).
 struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
-  static Tensor radial_multipliers(const Tensor& a, const Tensor& w, const Tensor& b, const StepContext& s) {
+  static Tensor radial_multipliers(const Tensor& a, const Tensor& w, const Tensor& b, const StepContext& s,
+                                   const BandPart& part) {
     const int E = s.graph.n_edges;
-    return torch::addmm(b, a, w.t()).view({E, kk::gate_rows(s.lmax, s.mmax), 2 * s.channels});
+    return torch::addmm(b, a, w.t()).view({E, kk::gate_rows(part.lmax, part.mmax), 2 * s.channels});
   }
 
   static Tensor forward(AutogradContext* ctx, const Tensor& n, const Tensor& band, const Tensor& a, const Tensor& w,
-                        const Tensor& b, std::int64_t step_handle) {
+                        const Tensor& b, std::int64_t step_handle, std::int64_t lmax, std::int64_t mmax) {
     ctx->saved_data["step"] = step_handle;
+    ctx->saved_data["lmax"] = lmax;
+    ctx->saved_data["mmax"] = mmax;
     ctx->save_for_backward({n, band, a, w, b});
     const StepContext& s = step_of(ctx);
     const StepTimer timer(s, &StepTimes::edge_frame);
-    const int E = s.graph.n_edges, K = kk::band_rows(s.lmax, s.mmax);
-    const Tensor g = radial_multipliers(a, w, b, s);
+    const BandPart part = saved_part(ctx);
+    const int E = s.graph.n_edges, K = kk::band_rows(part.lmax, part.mmax);
+    const Tensor g = radial_multipliers(a, w, b, s, part);
     Tensor u = torch::empty({E, K, 2 * s.channels}, options(s.dtype));
     const Exec exec = bridge::exec_instance();
     with_real(s.dtype, [&](auto real) {
       using Real = decltype(real);
-      auto f = pack_functor<Real>(s, n, band, g);
+      auto f = pack_functor<Real>(s, part, n, band, g);
       f.u = bridge::view3<Real>(u, "packed u");
       kk::edge_frame_pack_forward(exec, f, E, s.loop_order);
     });
@@ -177,18 +197,20 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
   // kernel allows it (kk::backward_edge_in_place), grad_rot takes grad_u's memory and grad_g
   // g's, instead of two more tensors of g's and u's size.
   template <class Real>
-  static variable_list run_backward(AutogradContext* ctx, const Tensor& grad_u, const StepContext& s) {
+  static variable_list run_backward(AutogradContext* ctx, const Tensor& grad_u, const StepContext& s,
+                                    const BandPart& part) {
     const auto saved = ctx->get_saved_variables();
     const Tensor &n = saved[0], &band = saved[1], &a = saved[2], &w = saved[3], &b = saved[4];
     const int E = s.graph.n_edges;
     const bool want_n = ctx->needs_input_grad(0);
-    const bool in_place = kk::backward_edge_in_place<Exec>(s.loop_order, s.lmax);
-    Tensor grad_n = want_n ? torch::empty_like(n) : Tensor();
-    Tensor grad_band = torch::empty_like(band);
-    Tensor g = radial_multipliers(a, w, b, s);
+    const bool in_place = kk::backward_edge_in_place<Exec>(s.loop_order, part.lmax);
+    // Fewer degrees than n holds: the node pass writes only theirs.
+    Tensor grad_n = !want_n ? Tensor() : part.lmax < s.lmax ? torch::zeros_like(n) : torch::empty_like(n);
+    Tensor grad_band = band_gradient(band, part);
+    Tensor g = radial_multipliers(a, w, b, s, part);
     Tensor grad_g = in_place ? g : torch::empty_like(g);
     const Tensor grad_rot = in_place ? grad_u : torch::empty_like(grad_u);
-    auto f = pack_functor<Real>(s, n, band, g);
+    auto f = pack_functor<Real>(s, part, n, band, g);
     f.grad_u = bridge::view3<const Real>(grad_u, "grad u");
     f.grad_rot = bridge::view3<Real>(grad_rot, "grad rot");
     f.grad_band = bridge::view2<Real>(grad_band, "grad band");
@@ -206,22 +228,23 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
       kk::edge_frame_pack_backward_node(exec, f, s.graph.n_nodes, s.loop_order);
       fence_for_torch(exec);
     }
-    return {grad_n, grad_band, grad_a, Tensor(), Tensor(), Tensor()};
+    return {grad_n, grad_band, grad_a, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const StepContext& s = step_of(ctx);
     const StepTimer timer(s, &StepTimes::edge_frame);
-    const int E = s.graph.n_edges, K = kk::band_rows(s.lmax, s.mmax);
+    const BandPart part = saved_part(ctx);
+    const int E = s.graph.n_edges, K = kk::band_rows(part.lmax, part.mmax);
     const Tensor gu = grad_or_zeros(grads[0], {E, K, 2 * s.channels}, s.dtype);
-    return with_real(s.dtype, [&](auto real) { return run_backward<decltype(real)>(ctx, gu, s); });
+    return with_real(s.dtype, [&](auto real) { return run_backward<decltype(real)>(ctx, gu, s, part); });
   }
 };
 
 // ---- unrotate_aggregate -----------------------------------------------------------------------
 template <class Real>
-kk::UnrotateAggregate<Exec, Real> unrot_functor(const StepContext& s, const Tensor& w, const Tensor& band,
-                                                const Tensor& env) {
+kk::UnrotateAggregate<Exec, Real> unrot_functor(const StepContext& s, const BandPart& part, const Tensor& w,
+                                                const Tensor& band, const Tensor& env) {
   kk::UnrotateAggregate<Exec, Real> f;
   f.w = bridge::view3<const Real>(w, "messages w");
   f.band = bridge::view2<const Real>(band, "band");
@@ -229,25 +252,28 @@ kk::UnrotateAggregate<Exec, Real> unrot_functor(const StepContext& s, const Tens
   f.recv = s.graph.recv;
   f.recv_offsets = s.graph.recv_offsets;
   f.scale = s.scale;
-  f.lmax = s.lmax;
-  f.mmax = s.mmax;
+  f.lmax = part.lmax;
+  f.mmax = part.mmax;
   f.channels = s.channels;
   return f;
 }
 
 struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateFn> {
   static Tensor forward(AutogradContext* ctx, const Tensor& w, const Tensor& band, const Tensor& env,
-                        std::int64_t step_handle) {
+                        std::int64_t step_handle, std::int64_t lmax, std::int64_t mmax) {
     ctx->saved_data["step"] = step_handle;
+    ctx->saved_data["lmax"] = lmax;
+    ctx->saved_data["mmax"] = mmax;
     ctx->save_for_backward({w, band, env});
     const StepContext& s = step_of(ctx);
     const StepTimer timer(s, &StepTimes::edge_frame);
+    const BandPart part = saved_part(ctx);
     const int N = s.graph.n_nodes;
-    Tensor agg = torch::empty({N, (s.lmax + 1) * (s.lmax + 1), s.channels}, options(s.dtype));
+    Tensor agg = torch::empty({N, kk::n_coeffs(part.lmax), s.channels}, options(s.dtype));
     const Exec exec = bridge::exec_instance();
     with_real(s.dtype, [&](auto real) {
       using Real = decltype(real);
-      auto f = unrot_functor<Real>(s, w, band, env);
+      auto f = unrot_functor<Real>(s, part, w, band, env);
       f.agg = bridge::view3<Real>(agg, "aggregate");
       kk::unrotate_aggregate_forward(exec, f, N, s.loop_order);
     });
@@ -256,11 +282,12 @@ struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateF
   }
 
   template <class Real>
-  static variable_list run_backward(AutogradContext* ctx, const Tensor& grad_agg, const StepContext& s) {
+  static variable_list run_backward(AutogradContext* ctx, const Tensor& grad_agg, const StepContext& s,
+                                    const BandPart& part) {
     const auto saved = ctx->get_saved_variables();
     const Tensor &w = saved[0], &band = saved[1], &env = saved[2];
-    Tensor grad_w = torch::empty_like(w), grad_band = torch::empty_like(band), grad_env = torch::empty_like(env);
-    auto f = unrot_functor<Real>(s, w, band, env);
+    Tensor grad_w = torch::empty_like(w), grad_band = band_gradient(band, part), grad_env = torch::empty_like(env);
+    auto f = unrot_functor<Real>(s, part, w, band, env);
     f.grad_agg = bridge::view3<const Real>(grad_agg, "grad aggregate");
     f.grad_w = bridge::view3<Real>(grad_w, "grad w");
     f.grad_band = bridge::view2<Real>(grad_band, "grad band");
@@ -268,34 +295,45 @@ struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateF
     const Exec exec = bridge::exec_instance();
     kk::unrotate_aggregate_backward(exec, f, s.graph.n_edges, s.loop_order);
     fence_for_torch(exec);
-    return {grad_w, grad_band, grad_env, Tensor()};
+    return {grad_w, grad_band, grad_env, Tensor(), Tensor(), Tensor()};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const StepContext& s = step_of(ctx);
     const StepTimer timer(s, &StepTimes::edge_frame);
-    const Tensor ga = grad_or_zeros(grads[0], {s.graph.n_nodes, (s.lmax + 1) * (s.lmax + 1), s.channels}, s.dtype);
-    return with_real(s.dtype, [&](auto real) { return run_backward<decltype(real)>(ctx, ga, s); });
+    const BandPart part = saved_part(ctx);
+    const Tensor ga = grad_or_zeros(grads[0], {s.graph.n_nodes, kk::n_coeffs(part.lmax), s.channels}, s.dtype);
+    return with_real(s.dtype, [&](auto real) { return run_backward<decltype(real)>(ctx, ga, s, part); });
   }
 };
 
 // ---- so2_linear (block GEMMs into column ranges) and so2_gate -----------------------------------
 // On CUDA, torch's GEMMs take a column range of a row-major matrix as it is (a leading
 // dimension larger than the width), so the outputs below are written in place.
-// [rows, width] for blocks that write `part` columns each: zero-filled only when some column is
-// written by no block (the blocks are disjoint, validate()).
-Tensor block_output(std::int64_t rows, int width, const So2Plan& plan, int So2Plan::Block::*part,
-                    const torch::TensorOptions& options) {
-  int covered = 0;
-  for (const auto& b : plan.blocks) covered += b.*part;
-  return covered == width ? torch::empty({rows, width}, options) : torch::zeros({rows, width}, options);
+// [rows, width] for blocks that write columns [start, start + count) each (the blocks are
+// disjoint, validate()): the columns no block writes are zeroed, and only those. Zeroing the
+// whole tensor first wrote every covered value twice: in the first and last layers, where the
+// m > 0 blocks are skipped, those fills were edge-sized (doc/gpu-notes.md, eleventh session).
+Tensor block_output(std::int64_t rows, int width, const So2Plan& plan, int So2Plan::Block::*start,
+                    int So2Plan::Block::*count, const torch::TensorOptions& options) {
+  Tensor out = torch::empty({rows, width}, options);
+  std::vector<std::pair<int, int>> covered;
+  for (const auto& b : plan.blocks) covered.emplace_back(b.*start, b.*start + b.*count);
+  std::sort(covered.begin(), covered.end());
+  int col = 0;
+  for (const auto& [from, to] : covered) {
+    if (from > col) out.narrow(1, col, from - col).zero_();
+    col = std::max(col, to);
+  }
+  if (col < width) out.narrow(1, col, width - col).zero_();
+  return out;
 }
 
 struct So2LinearFn : public torch::autograd::Function<So2LinearFn> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, std::int64_t plan_handle) {
     const So2Plan& plan = *reinterpret_cast<const So2Plan*>(plan_handle);
     ctx->saved_data["plan"] = plan_handle;
-    Tensor z = block_output(x.size(0), plan.z_width, plan, &So2Plan::Block::z_cols, x.options());
+    Tensor z = block_output(x.size(0), plan.z_width, plan, &So2Plan::Block::z_col, &So2Plan::Block::z_cols, x.options());
     for (const auto& b : plan.blocks) {
       Tensor out = z.narrow(1, b.z_col, b.z_cols);
       const Tensor in = x.narrow(1, b.x_col, b.x_cols);
@@ -310,7 +348,7 @@ struct So2LinearFn : public torch::autograd::Function<So2LinearFn> {
     const Tensor& gz = grads[0];
     if (!gz.defined()) return {Tensor(), Tensor()};
     const Tensor g = gz.contiguous();
-    Tensor gx = block_output(g.size(0), plan.x_width, plan, &So2Plan::Block::x_cols, g.options());
+    Tensor gx = block_output(g.size(0), plan.x_width, plan, &So2Plan::Block::x_col, &So2Plan::Block::x_cols, g.options());
     for (const auto& b : plan.blocks) {
       Tensor out = gx.narrow(1, b.x_col, b.x_cols);
       at::mm_out(out, g.narrow(1, b.z_col, b.z_cols), b.w);
@@ -321,8 +359,19 @@ struct So2LinearFn : public torch::autograd::Function<So2LinearFn> {
 
 // The sigmoids the gate kernel reads on host backends: of z's row 0 [E, C] and of the gate rows
 // [E, L C]. On devices the kernel computes them itself (so2_gate.hpp): none are made here.
+// EDGEFRAME_GATE_TORCH_SIGMOIDS=1 makes devices take torch's sigmoids too: the build before the
+// kernel computed them, kept for an A/B of one build (tools/gate.py --bench-b-env).
+bool gate_torch_sigmoids() {
+  if (kk::gate_takes_sigmoids<Exec>()) return true;
+  static const bool forced = [] {
+    const char* v = std::getenv("EDGEFRAME_GATE_TORCH_SIGMOIDS");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return forced;
+}
+
 std::pair<Tensor, Tensor> gate_sigmoids(const Tensor& z, int lmax, int channels) {
-  if (!kk::gate_takes_sigmoids<Exec>()) return {};
+  if (!gate_torch_sigmoids()) return {};
   return {torch::sigmoid(z.narrow(1, 0, channels)), torch::sigmoid(z.narrow(1, (lmax + 1) * channels, lmax * channels))};
 }
 
@@ -496,19 +545,42 @@ torch::autograd::variable_list edge_geometry(const torch::Tensor& vec, StepConte
   return EdgeGeometryFn::apply(vec, handle_of(step));
 }
 
+// `part` with the step's values for -1, checked against the step and the band passed.
+BandPart resolved(BandPart part, const torch::Tensor& band, const StepContext& step) {
+  if (part.lmax < 0) part.lmax = step.lmax;
+  if (part.mmax < 0) part.mmax = step.mmax;
+  if (part.lmax > step.lmax || part.mmax > step.mmax)
+    throw ComputeError("edge-frame kernels: asked for degrees up to " + std::to_string(part.lmax) + " and |m| up to " +
+                       std::to_string(part.mmax) + " of a step with " + std::to_string(step.lmax) + " and " +
+                       std::to_string(step.mmax));
+  if (band.dim() != 2 || band.size(1) < kk::band_size(part.lmax, part.mmax))
+    throw ComputeError("edge-frame kernels: the band passed has fewer columns than its part needs (" +
+                       std::to_string(kk::band_size(part.lmax, part.mmax)) + ")");
+  return part;
+}
+
 torch::Tensor edge_frame_pack(const torch::Tensor& n, const torch::Tensor& band, const torch::Tensor& a,
-                              const torch::Tensor& w, const torch::Tensor& b, StepContext& step) {
-  return EdgeFramePackFn::apply(n.contiguous(), band, a.contiguous(), w, b, handle_of(step));
+                              const torch::Tensor& w, const torch::Tensor& b, StepContext& step, BandPart part) {
+  part = resolved(part, band, step);
+  return EdgeFramePackFn::apply(n.contiguous(), band, a.contiguous(), w, b, handle_of(step), part.lmax, part.mmax);
 }
 
 torch::Tensor unrotate_aggregate(const torch::Tensor& w, const torch::Tensor& band, const torch::Tensor& env,
-                                 StepContext& step) {
-  return UnrotateAggregateFn::apply(w.contiguous(), band, env, handle_of(step));
+                                 StepContext& step, BandPart part) {
+  part = resolved(part, band, step);
+  return UnrotateAggregateFn::apply(w.contiguous(), band, env, handle_of(step), part.lmax, part.mmax);
+}
+
+torch::Tensor m0_band(const torch::Tensor& band, int lmax, int mmax) {
+  std::vector<torch::Tensor> rows;
+  for (int l = 0; l <= lmax; ++l)
+    rows.push_back(band.narrow(1, kk::band_offset(l, mmax) + kk::band_k(l, mmax) * (2 * l + 1), 2 * l + 1));
+  return torch::cat(rows, 1);
 }
 
 void validate(const So2Plan& plan) {
-  // Blocks in range and disjoint on both sides: the forward and backward decide between empty
-  // and zero-filled outputs by summing the blocks' widths.
+  // Blocks in range and disjoint on both sides: the forward and backward zero exactly the
+  // columns no block writes (block_output).
   auto disjoint = [](std::vector<std::pair<int, int>> ranges, int width) {
     std::sort(ranges.begin(), ranges.end());
     int end = 0;

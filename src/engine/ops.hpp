@@ -53,17 +53,31 @@ class StepTimer {
 // which returns dE/dvec in float64.
 torch::autograd::variable_list edge_geometry(const torch::Tensor& vec, StepContext& step);
 
+// The band rows a pack or unrotate call works on: degrees 0..lmax and orders |m| <= mmax (-1:
+// the step's). The band passed must hold the layout of (lmax, mmax) in its leading columns
+// (band_layout.hpp): the step's band does for every lmax with the step's mmax, because degree l
+// precedes l + 1; for mmax 0, m0_band() makes it. The first and last layers work on such parts
+// (evaluator.cpp, make_so2_plans).
+struct BandPart {
+  int lmax = -1, mmax = -1;
+};
+
 // n [N, D, C], band [E, B], the radial MLP's last hidden layer a [E, H_r] and its output linear
 // w [gate_rows 2C, H_r], b [gate_rows 2C] -> u [E, K, 2C] (edge_frame_pack.hpp) with the radial
 // multipliers g = a w^T + b viewed as [E, gate_rows, 2C]. g is made again in the backward
-// instead of kept (the layer's widest saved tensor); w and b get no gradient.
+// instead of kept (the layer's widest saved tensor); w and b get no gradient. K and gate_rows
+// are those of `part` (the leading rows of each: the m = 0 block comes first); n may hold more
+// degrees than part.lmax.
 torch::Tensor edge_frame_pack(const torch::Tensor& n, const torch::Tensor& band, const torch::Tensor& a,
-                              const torch::Tensor& w, const torch::Tensor& b, StepContext& step);
+                              const torch::Tensor& w, const torch::Tensor& b, StepContext& step, BandPart part = {});
 
-// w [E, K, C], band [E, B], env [E] -> agg [N, D, C] (unrotate_aggregate.hpp), already scaled
-// by 1 / avg_neighbors.
+// w [E, K, C], band [E, B], env [E] -> agg [N, (part.lmax + 1)^2, C] (unrotate_aggregate.hpp),
+// already scaled by 1 / avg_neighbors; K is part's.
 torch::Tensor unrotate_aggregate(const torch::Tensor& w, const torch::Tensor& band, const torch::Tensor& env,
-                                 StepContext& step);
+                                 StepContext& step, BandPart part = {});
+
+// The m = 0 rows of a band of (lmax, mmax) as a band of (lmax, 0): [E, (lmax + 1)^2].
+torch::Tensor m0_band(const torch::Tensor& band, int lmax, int mmax);
 
 // One SO(2) linear as a list of dense blocks over column ranges of x [E, X] -> z [E, Z]: block b
 // reads x's columns [x_col, x_col + x_cols) and writes z's [z_col, z_col + z_cols) =

@@ -322,8 +322,16 @@ TEST(Evaluator, TheForwardKeepsOnlyWhatTheBackwardNeeds) {
   const bench::MemoryTimeline t = bench::memory_timeline_of([&] { run(ev, d); });
   const int E = d.graph.edges.n_edges, N = int(g.species.size());
   const int K = kk::band_rows(c.lmax, c.mmax), D = c.num_coeffs();
-  const double per_edge_layer = 3.0 * c.radial_hidden + double(K + c.lmax) * c.hidden_channels + double(K) * c.channels;
-  const double edge_bytes = double(E) * (c.layers * per_edge_layer * sizeof(double) + 4 * sizeof(std::int64_t));
+  // Per layer and edge the backward reads the radial activations, the gate's input z and the
+  // unrotate's messages. The first and last layers make the m = 0 rows only (evaluator.cpp,
+  // make_so2_plans): their z has L + 1 gated rows, their messages L + 1 rows (first) or 1 (last).
+  double per_edge = 0.0;
+  for (int t = 0; t < c.layers; ++t) {
+    const bool first = t == 0, last = t == c.layers - 1;
+    const int gated = first || last ? c.lmax + 1 : K, messages = last ? 1 : first ? c.lmax + 1 : K;
+    per_edge += 3.0 * c.radial_hidden + double(gated + c.lmax) * c.hidden_channels + double(messages) * c.channels;
+  }
+  const double edge_bytes = double(E) * (per_edge * sizeof(double) + 4 * sizeof(std::int64_t));
   const double node_allowance = double(N) * c.layers * 40.0 * D * c.channels * sizeof(double);
   const double g_bytes = double(E) * c.layers * kk::gate_rows(c.lmax, c.mmax) * 2.0 * c.channels * sizeof(double);
   std::printf("[ measured ] held at the backward pass: %.3f MiB; edge model %.3f MiB + node allowance %.3f MiB "
@@ -415,6 +423,32 @@ TEST(Evaluator, AllLoopOrdersGiveTheSameResults) {
     EXPECT_NEAR(out[k].energy, out[0].energy, 1e-14 * std::fabs(out[0].energy)) << k;
     EXPECT_LT(rel_err(out[k].forces, out[0].forces), 1e-13) << k;
     EXPECT_LT(rel_err(out[k].atom_virial, out[0].atom_virial), 1e-13) << k;
+  }
+}
+
+TEST(Evaluator, TrimmedFirstAndLastLayersGiveTheFullLayersResults) {
+  // The first and last layers make only the rows whose values reach the energy (evaluator.cpp
+  // make_so2_plans: degree 0 alone, the m = 0 rows alone); EDGEFRAME_ALL_DEGREES=1 makes every
+  // row. The model is the same: results equal to rounding, with ghost rows too (n_local < N), in
+  // fp64 and fp32. Both against the goldens: GoldenTest (trimmed, the default).
+  for (const char* name : {"triclinic_ccu16_L3m2", "diamond64_L2m1"}) {
+    const Golden g = load_golden(name);
+    const auto pot = read_potential(g.model_file);
+    for (Precision p : {Precision::fp64, Precision::fp32}) {
+      Evaluator trimmed(pot, {p});
+      setenv("EDGEFRAME_ALL_DEGREES", "1", 1);
+      Evaluator full(pot, {p});
+      unsetenv("EDGEFRAME_ALL_DEGREES");
+      auto d = upload(g, g.x);
+      for (int n_local : {d.graph.n_local, d.graph.n_local / 2}) {
+        d.graph.n_local = n_local;
+        const auto a = run(trimmed, d), b = run(full, d);
+        const double tol = p == Precision::fp64 ? 1e-13 : kFp32Contract;
+        EXPECT_NEAR(a.energy, b.energy, tol * std::fabs(b.energy)) << name;
+        EXPECT_LT(rel_err(a.forces, b.forces), tol) << name << " n_local " << n_local;
+        EXPECT_LT(rel_err(a.atom_virial, b.atom_virial), tol) << name << " n_local " << n_local;
+      }
+    }
   }
 }
 

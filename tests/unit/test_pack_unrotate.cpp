@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <random>
@@ -82,10 +83,16 @@ HostCase make_case(Shape s, unsigned seed) {
   h.K = kk::band_rows(s.lmax, s.mmax);
   h.G = kk::gate_rows(s.lmax, s.mmax);
   h.D = kk::n_coeffs(s.lmax);
-  kk::View2<double, Exec> band("band", h.E, h.B);
-  kk::compute_wigner_band<Exec, double>(exec, vec, {}, band, {}, s.lmax, s.mmax);
+  // The band kernel makes mmax 1 or 2; an mmax 0 band is the m = 0 rows of an mmax 1 band (what
+  // the engine's m0_band passes to the kernels for the first and last layers).
+  const int band_mmax = std::max(s.mmax, 1);
+  kk::View2<double, Exec> band("band", h.E, kk::band_size(s.lmax, band_mmax));
+  kk::compute_wigner_band<Exec, double>(exec, vec, {}, band, {}, s.lmax, band_mmax);
   exec.fence("test");
-  h.band.assign(band.data(), band.data() + band.size());
+  for (int e = 0; e < h.E; ++e)
+    for (int l = 0; l <= s.lmax; ++l)
+      for (int m = -kk::band_k(l, s.mmax); m <= kk::band_k(l, s.mmax); ++m)
+        for (int mp = -l; mp <= l; ++mp) h.band.push_back(band(e, kk::band_index(l, m, mp, band_mmax)));
   h.recv.assign(gr.recv.data(), gr.recv.data() + h.E);
   h.send.assign(gr.send.data(), gr.send.data() + h.E);
   h.recv_off.assign(gr.recv_offsets.data(), gr.recv_offsets.data() + h.N + 1);
@@ -219,7 +226,8 @@ Outputs run_kernels(const HostCase& h, const std::vector<double>& n, const std::
   return {down(u), down(grad_n), down(gbp), down(grad_g), down(agg), down(grad_w), down(gbu), down(genv)};
 }
 
-const Shape kShapes[] = {{2, 1, 5}, {3, 1, 4}, {2, 2, 3}, {4, 2, 6}, {2, 1, 8}};  // C % 4 == 0 for lanes4
+// {0, 1, 8} and {2, 0, 8}: the first and last layers run degree 0 alone and the m = 0 rows alone.
+const Shape kShapes[] = {{2, 1, 5}, {3, 1, 4}, {2, 2, 3}, {4, 2, 6}, {2, 1, 8}, {0, 1, 8}, {2, 0, 8}};  // C % 4 == 0 for lanes4
 constexpr double kScale = 1.0 / 7.5;  // 1 / avg_neighbors
 
 // Outputs of two loop orders that run the same arithmetic on the host: equal bit for bit there,
@@ -367,7 +375,7 @@ TYPED_TEST(PackUnrotateTest, DegreeOrdersMatchLanes4) {
   // Shapes: degrees up to 8 (2l+1 > kMaxSlots = 8 goes in chunks: l = 5 two, l = 8 three; on
   // CUDA the edge pass takes the warp path there), channel counts below, at and above a warp
   // (33, 40: a warp spans two degrees or nodes), mmax 1 to 3 (pairs of rows per gate row).
-  const Shape shapes[] = {{2, 1, 5}, {3, 2, 40}, {5, 2, 36}, {8, 1, 33}, {2, 2, 64}, {3, 3, 32}};
+  const Shape shapes[] = {{2, 1, 5}, {3, 2, 40}, {5, 2, 36}, {8, 1, 33}, {2, 2, 64}, {3, 3, 32}, {0, 1, 33}, {3, 0, 40}};
   for (const Shape& s : shapes) {
     const auto h = make_case(s, 53);
     const auto lanes4 = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::lanes4);
@@ -382,6 +390,86 @@ TYPED_TEST(PackUnrotateTest, DegreeOrdersMatchLanes4) {
                                       {&lanes4.grad_env, &d.grad_env, "grad_env"}, {&lanes4.grad_w, &d.grad_w, "grad_w"}},
                                      s);
     }
+  }
+}
+
+// Per edge (or node), the rows `keep` of [rows, width] blocks: [outer, keep.size(), width].
+std::vector<double> rows_of(const std::vector<double>& v, int outer, int rows, int width, const std::vector<int>& keep) {
+  std::vector<double> out;
+  for (int o = 0; o < outer; ++o)
+    for (int r : keep) out.insert(out.end(), v.begin() + (size_t(o) * rows + r) * width, v.begin() + (size_t(o) * rows + r + 1) * width);
+  return out;
+}
+
+// The same blocks with every row outside `keep` zeroed.
+std::vector<double> zero_other_rows(std::vector<double> v, int outer, int rows, int width, const std::vector<int>& keep) {
+  for (int o = 0; o < outer; ++o)
+    for (int r = 0; r < rows; ++r)
+      if (std::find(keep.begin(), keep.end(), r) == keep.end())
+        std::fill(v.begin() + (size_t(o) * rows + r) * width, v.begin() + (size_t(o) * rows + r + 1) * width, 0.0);
+  return v;
+}
+
+TYPED_TEST(PackUnrotateTest, PartsOfTheRowsGiveTheWholeKernelsRows) {
+  // The first and last layers run the kernels on parts of the band rows (src/engine/ops.hpp
+  // BandPart): degree 0 alone with the whole band (its leading column), and the m = 0 rows of
+  // every degree with the band's m = 0 rows (m0_band), g's leading rows and n of all degrees.
+  // On its rows a part must give what the whole kernels give when the part's rows are the only
+  // nonzero rows of grad_u and w: u, agg, and every gradient (the rest of the whole's are 0).
+  const Shape s{3, 2, 8};
+  const int C = s.channels, L = s.lmax;
+  const auto h = make_case(s, 61);
+  for (const bool m0 : {false, true}) {
+    SCOPED_TRACE(m0 ? "m = 0 rows of every degree" : "degree 0");
+    HostCase p = h;
+    std::vector<int> rows, band_cols;  // the whole's packed rows and band columns the part holds
+    if (m0) {
+      p.s.mmax = 0;
+      for (int l = 0; l <= L; ++l) {
+        rows.push_back(kk::packed_row(l, 0, L));
+        for (int t = 0; t <= 2 * l; ++t) band_cols.push_back(kk::band_offset(l, s.mmax) + kk::band_k(l, s.mmax) * (2 * l + 1) + t);
+      }
+    } else {
+      p.s.lmax = 0;
+      rows = {0};
+      for (int b = 0; b < h.B; ++b) band_cols.push_back(b);  // the whole band: the kernel reads column 0
+    }
+    std::vector<int> g_rows(kk::gate_rows(p.s.lmax, p.s.mmax));
+    for (size_t r = 0; r < g_rows.size(); ++r) g_rows[r] = int(r);
+    p.K = int(rows.size());
+    p.G = int(g_rows.size());
+    p.B = int(band_cols.size());
+    auto band_part = [&](const std::vector<double>& v) {  // [E, B] -> [E, band_cols]
+      std::vector<double> out;
+      for (int e = 0; e < h.E; ++e)
+        for (int b : band_cols) out.push_back(v[size_t(e) * h.B + b]);
+      return out;
+    };
+    p.band = band_part(h.band);
+    p.g = rows_of(h.g, h.E, h.G, 2 * C, g_rows);
+    p.grad_u = rows_of(h.grad_u, h.E, h.K, 2 * C, rows);
+    p.w = rows_of(h.w, h.E, h.K, C, rows);
+    HostCase z = h;
+    z.grad_u = zero_other_rows(h.grad_u, h.E, h.K, 2 * C, rows);
+    z.w = zero_other_rows(h.w, h.E, h.K, C, rows);
+    const auto part = run_kernels<TypeParam, double>(p, p.n, p.band, p.g, p.w, p.env, kScale);
+    const auto whole = run_kernels<TypeParam, double>(z, z.n, z.band, z.g, z.w, z.env, kScale);
+    auto expect_near = [&](const std::vector<double>& got, const std::vector<double>& want, const char* what) {
+      ASSERT_EQ(got.size(), want.size()) << what;
+      const double sc = max_abs(want);
+      ASSERT_GT(sc, 0.0) << what;
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], kLoopRelTol * sc) << what << " " << i;
+    };
+    expect_near(part.u, rows_of(whole.u, h.E, h.K, 2 * C, rows), "u");
+    expect_near(part.agg, whole.agg, "agg");  // n's and agg's rows are [N, D, C] in both
+    expect_near(part.grad_n, whole.grad_n, "grad_n");
+    expect_near(part.grad_g, rows_of(whole.grad_g, h.E, h.G, 2 * C, g_rows), "grad_g");
+    expect_near(part.grad_w, rows_of(whole.grad_w, h.E, h.K, C, rows), "grad_w");
+    expect_near(part.grad_env, whole.grad_env, "grad_env");
+    // Degree 0: the part's band is the whole band, of which the kernels write column 0; the
+    // whole's other columns are 0 here (their rows of grad_u and w are).
+    expect_near(part.grad_band_p, band_part(whole.grad_band_p), "pack grad_band");
+    expect_near(part.grad_band_u, band_part(whole.grad_band_u), "unrotate grad_band");
   }
 }
 

@@ -1,7 +1,7 @@
 // The SO(2) linear as block GEMMs into column ranges (impl::so2_linear) and the fused gate
 // kernel (kokkos/so2_gate.hpp through impl::so2_gate), each against the plain torch composition
 // it replaced (narrow, addmm / mm, cat; sigmoid, silu, mul, cat): values and the gradient with
-// respect to the input, fp64 and fp32, for the shapes the models use (mmax 1 and 2).
+// respect to the input, fp64 and fp32, for the shapes the models use (mmax 1 and 2, and 0 for the first and last layers' gates).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -35,6 +35,10 @@ std::string name_of(const ::testing::TestParamInfo<Case>& info) {
 // rounds once, the torch chain rounds after every op (a few float ulps).
 const auto kCases = ::testing::Values(Case{torch::kFloat64, 2, 1, 1e-14}, Case{torch::kFloat64, 3, 2, 1e-14},
                                       Case{torch::kFloat32, 2, 1, 2e-6}, Case{torch::kFloat32, 3, 2, 2e-6});
+// The gate also with mmax 0: the first and last layers gate the m = 0 rows only (evaluator.cpp).
+const auto kGateCases = ::testing::Values(Case{torch::kFloat64, 2, 1, 1e-14}, Case{torch::kFloat64, 3, 2, 1e-14},
+                                          Case{torch::kFloat32, 2, 1, 2e-6}, Case{torch::kFloat32, 3, 2, 2e-6},
+                                          Case{torch::kFloat64, 2, 0, 1e-14}, Case{torch::kFloat32, 3, 0, 2e-6});
 
 // ---- so2_gate ------------------------------------------------------------------------------
 // The gate as the evaluator wrote it in torch: rows [E, K, C] in packed order, gates [E, L, C].
@@ -72,7 +76,7 @@ TEST_P(So2GateTest, ValuesAndGradientMatchTheTorchComposition) {
               c.lmax, c.mmax, rel(got, want), rel(g1, g2));
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, So2GateTest, kCases, name_of);
+INSTANTIATE_TEST_SUITE_P(Cases, So2GateTest, kGateCases, name_of);
 
 TEST(So2Gate, RowsWiderThanTheHostBufferMatchToo) {
   // Host backends keep one double per channel on the stack (kHostChannels); wider rows take the
