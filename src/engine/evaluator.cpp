@@ -211,10 +211,23 @@ struct Evaluator::Impl {
   };
   EdgeParts edge_parts(bool first, bool last) const {
     const int L = cfg.lmax, M = cfg.mmax;
-    if (!trim_degrees) return {{L, M}, {L, M}, M};
-    return {first ? impl::BandPart{0, M} : last ? impl::BandPart{L, 0} : impl::BandPart{L, M},
-            last ? impl::BandPart{0, M} : first ? impl::BandPart{L, 0} : impl::BandPart{L, M},
-            first || last ? 0 : M};
+    // Plain assignments: nvcc 13.0's front end crashed (segfault) on the same choice written as
+    // nested conditionals of braced BandPart temporaries (2026-11-30k, call 1).
+    EdgeParts parts;
+    parts.pack.lmax = parts.unrotate.lmax = L;
+    parts.pack.mmax = parts.unrotate.mmax = parts.gate_mmax = M;
+    if (!trim_degrees) return parts;
+    if (first || last) parts.gate_mmax = 0;
+    if (first) {
+      parts.pack.lmax = 0;      // degree 0 alone (the step's band: its leading column)
+      parts.unrotate.mmax = 0;  // the m = 0 rows of every degree (m0_band)
+    }
+    if (last) {
+      if (!first) parts.pack.mmax = 0;  // the m = 0 rows of every degree
+      parts.unrotate.lmax = 0;          // degree 0 alone
+      parts.unrotate.mmax = M;
+    }
+    return parts;
   }
 
   // Work that provably cannot change the energy or its gradient (doc/model.md "Parameters
