@@ -25,6 +25,8 @@
 // is captured, every later step is a replay; the JSON counts captures and replays).
 #include <Kokkos_Core.hpp>
 #include <algorithm>
+#include <array>
+#include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 #ifdef KOKKOS_ENABLE_CUDA
@@ -191,33 +193,64 @@ struct Cost {
 
 std::map<std::string, Cost> kernel_costs(const ModelConfig& c, double E, double N, std::size_t real) {
   const int L = c.lmax, M = c.mmax, C = c.channels, D = c.num_coeffs();
-  const double B = kk::band_size(L, M), K = kk::band_rows(L, M), G = kk::gate_rows(L, M);
-  double rot_macs = 0;  // sum_l (2k+1)(2l+1): multiply-adds of one rotation, per channel
-  for (int l = 0; l <= L; ++l) rot_macs += (2 * kk::band_k(l, M) + 1) * (2 * l + 1);
-  const double T = c.layers;
+  const double B = kk::band_size(L, M);
+  const int T = c.layers;
   std::map<std::string, Cost> m;
   m["edgeframe::edge_vectors"] = {E * (2 * 4 + 3 * 8 + 3 * 8) + 0, 0};
   m["edgeframe::wigner_band_grad"] = {E * (3 * 8 + 4 * B * real), 0};
   m["edgeframe::radial"] = {E * (3 * 8 + c.n_rbf * (real + 8) + real + 8), E * c.n_rbf * 20};
-  // per layer (the evaluator runs T of each; the totals below are per step)
-  m["edgeframe::edge_frame_pack"] = {T * E * (2 * D * C + B + G * 2 * C + K * 2 * C) * real + T * E * 8,
-                                     T * E * (2 * rot_macs * 2 * C + K * 2 * C)};
-  m["edgeframe::edge_frame_pack_backward_edge"] = {T * E * (2 * D * C + B + 2 * G * 2 * C + K * 2 * C + B) * real,
-                                                   T * E * (2 * 2 * rot_macs * 2 * C + K * 2 * C * 2)};
-  m["edgeframe::edge_frame_pack_backward_node"] = {(T - 1) * (2 * E * (B + G * 2 * C + K * 2 * C) + N * D * C) * real,
-                                                   (T - 1) * 2 * E * rot_macs * 2 * C * 2};
-  m["edgeframe::unrotate_aggregate"] = {T * (E * (K * C + B + 1) + N * D * C) * real, T * E * rot_macs * C * 2};
-  m["edgeframe::unrotate_aggregate_backward"] = {T * E * (D * C + 2 * K * C + 2 * B + 2) * real,
-                                                 T * E * 3 * rot_macs * C * 2};
+  // Per layer, with the band rows each kernel works on there (src/engine/evaluator.cpp
+  // edge_parts: the first layer packs degree 0 and unrotates the m = 0 rows, the last packs the
+  // m = 0 rows and unrotates degree 0, both gate the m = 0 rows; EDGEFRAME_ALL_DEGREES=1 runs
+  // every layer whole, which these costs do not follow). Of a part (l, mm): B its band entries,
+  // K its rows, G its multiplier rows, Dn the node rows it reads or writes.
+  const bool trimmed = std::getenv("EDGEFRAME_ALL_DEGREES") == nullptr;
+  auto add = [&](const char* name, double bytes, double flops) {
+    m[name].bytes += bytes;
+    m[name].flops += flops;
+  };
+  const double H = c.hidden_channels;
+  for (int t = 0; t < T; ++t) {
+    const bool first = trimmed && t == 0, last = trimmed && t == T - 1;
+    auto part = [&](int l_, int m_) {
+      double rot_macs = 0;  // sum_l (2k+1)(2l+1): multiply-adds of one rotation, per channel
+      for (int l = 0; l <= l_; ++l) rot_macs += (2 * kk::band_k(l, m_) + 1) * (2 * l + 1);
+      return std::array<double, 5>{double(kk::band_size(l_, m_)), double(kk::band_rows(l_, m_)),
+                                   double(kk::gate_rows(l_, m_)), double(kk::n_coeffs(l_)), rot_macs};
+    };
+    // if / else, not nested conditionals: nvcc 13.0's front end crashed on such a choice once
+    // (doc/gpu-notes.md, eleventh session).
+    std::array<double, 5> pack = part(L, M), unrot = part(L, M);
+    if (first) {
+      pack = part(0, M);
+      unrot = part(L, 0);
+    }
+    if (last) {
+      if (!first) pack = part(L, 0);
+      unrot = part(0, M);
+    }
+    const auto [Bp, Kp, Gp, Dp, rp] = pack;
+    const auto [Bu, Ku, Gu, Du, ru] = unrot;
+    (void)Gu;
+    add("edgeframe::edge_frame_pack", E * (2 * Dp * C + Bp + Gp * 2 * C + Kp * 2 * C) * real + E * 8,
+        E * (2 * rp * 2 * C + Kp * 2 * C));
+    add("edgeframe::edge_frame_pack_backward_edge", E * (2 * Dp * C + Bp + 2 * Gp * 2 * C + Kp * 2 * C + Bp) * real,
+        E * (2 * 2 * rp * 2 * C + Kp * 2 * C * 2));
+    if (t > 0)  // layer 0's input does not depend on the positions: no node pass
+      add("edgeframe::edge_frame_pack_backward_node", (2 * E * (Bp + Gp * 2 * C + Kp * 2 * C) + N * Dp * C) * real,
+          2 * E * rp * 2 * C * 2);
+    add("edgeframe::unrotate_aggregate", (E * (Ku * C + Bu + 1) + N * Du * C) * real, E * ru * C * 2);
+    add("edgeframe::unrotate_aggregate_backward", E * (Du * C + 2 * Ku * C + 2 * Bu + 2) * real, E * 3 * ru * C * 2);
+    // The gate (sigmoids computed in the kernel, as on devices): the forward reads z's Kg rows
+    // and L gate rows and writes Kg rows; the backward also reads the rows' gradient and writes
+    // z's gradient (Kg + L rows).
+    const double Kg = kk::band_rows(L, first || last ? 0 : M);
+    add("edgeframe::so2_gate", E * H * (Kg + L + Kg) * real, E * H * Kg);
+    add("edgeframe::so2_gate_backward", E * H * (2 * (Kg + L) + Kg) * real, E * H * (3 * Kg + 3 * L));
+  }
   m["edgeframe::wigner_band_backward"] = {E * (B * real + 3 * B * real + 3 * 8), E * B * 3 * 2};
   m["edgeframe::radial_backward"] = {E * (3 * 8 + c.n_rbf * (real + 8) + real + 8 + 3 * 8), E * c.n_rbf * 2};
   m["edgeframe::node_forces"] = {2 * E * 6 * 8 + N * (3 + 9) * 8, 2 * E * 12};
-  // The gate (every layer; the sigmoids come from torch): forward reads z's K row columns and
-  // the L + 1 sigmoids, writes [E, K, H]; backward reads z's rows, the sigmoids and the rows'
-  // gradient, writes z's gradient (K + L columns).
-  const double H = c.hidden_channels;
-  m["edgeframe::so2_gate"] = {T * E * H * (K + (L + 1) + K) * real, T * E * H * K};
-  m["edgeframe::so2_gate_backward"] = {T * E * H * (K + (L + 1) + K + (K + L)) * real, T * E * H * (3 * K + 3 * L)};
   // RMS norms: 2T - 1 over all D rows (layer norms, feed-forward norms but the last), 2 over
   // row 0 only (last feed-forward, readout); forward reads h and writes, backward reads h and
   // the gradient and writes.
