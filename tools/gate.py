@@ -41,8 +41,10 @@ DEFAULT_CASES = [
 ]
 
 
-def build_case(system, size, shape, workdir, **overrides):
+def build_case(system, size, shape, workdir, reference=True, **overrides):
     """Potential file, case file, LAMMPS data file and fp64 reference forces of one case.
+    reference=False skips the reference (for sizes where the PyTorch model would take longer
+    than a call: the engine columns then report no force error).
     overrides: ModelConfig fields replacing the shape's (tests use small models)."""
     import torch
     from edgeframe_ref.neighbors import edge_vectors, neighbor_list
@@ -85,6 +87,10 @@ def build_case(system, size, shape, workdir, **overrides):
     lines += ["", "Atoms # atomic", ""]
     lines += [f"{k + 1} {species[k] + 1} {p[0]:.12f} {p[1]:.12f} {p[2]:.12f}" for k, p in enumerate(pos)]
     data.write_text("\n".join(lines) + "\n")
+    base = dict(tag=tag, potential=pot, case=case, data=data, n_atoms=len(pos), n_edges=int(len(i)),
+                elements=list(model.cfg.species))
+    if not reference:
+        return dict(base, ref=None, ref_fp32_max_force_err_rel=None)
     # fp64 reference forces on the GPU, edge-chunked (checkpointed) so that L3 cases fit.
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model = model.to(dev)
@@ -103,13 +109,10 @@ def build_case(system, size, shape, workdir, **overrides):
     (g32,) = torch.autograd.grad(e32.sum(), vec32)
     f32 = torch.zeros_like(pos_t).index_add_(0, i.to(dev), g32.double()).index_add_(0, j.to(dev), -g32.double())
     ref["fp32_max_force_err_rel"] = float((f32 - f).abs().max() / f.abs().max())
-    elements = list(model.cfg.species)
     del model, model32, vec, vec32, energies, e32, g, g32, f, f32
     if dev.type == "cuda":
         torch.cuda.empty_cache()
-    return dict(tag=tag, potential=pot, case=case, data=data, n_atoms=len(pos), n_edges=int(len(i)),
-                ref_fp32_max_force_err_rel=ref["fp32_max_force_err_rel"],
-                elements=elements, ref=ref)
+    return dict(base, ref_fp32_max_force_err_rel=ref["fp32_max_force_err_rel"], ref=ref)
 
 
 def run_engine(args, c, precision, recompute=False, bench=None, env=None, cuda_graph=False):
@@ -128,6 +131,9 @@ def run_engine(args, c, precision, recompute=False, bench=None, env=None, cuda_g
     if "error" in r:
         return r
     f = np.fromfile(forces, dtype="<f8").reshape(-1, 3)
+    r["forces_finite"] = bool(np.isfinite(f).all())
+    if c["ref"] is None:    # --no-reference: no force error to report
+        return r
     ref = c["ref"]["forces"]
     r["max_force_err"] = float(np.abs(f - ref).max())
     r["max_force_err_rel"] = r["max_force_err"] / float(np.abs(ref).max())
@@ -204,6 +210,8 @@ def main():
                          "replayed as a CUDA graph (bench --cuda-graph)")
     ap.add_argument("--edge-chunk", type=int, default=0,
                     help="edges per recomputed chunk in the engine-<precision>-recompute columns (0: all)")
+    ap.add_argument("--no-reference", action="store_true",
+                    help="skip the PyTorch fp64 reference forces (very large cases): no force error column")
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--budget", type=float, default=420, help="stop starting new columns after this (s)")
@@ -234,15 +242,16 @@ def main():
             break
         t0 = time.monotonic()
         try:
-            c = build_case(system, size, shape, work)
+            c = build_case(system, size, shape, work, reference=not args.no_reference)
         except Exception as err:   # e.g. the fp64 reference does not fit
             results.append(dict(tag=f"{system}-{size}-{shape}", n_atoms=size, n_edges=0, column="setup",
                                 error=f"{type(err).__name__}: {err}"[:300]))
             save()
             continue
+        ref_note = ("no reference (--no-reference)" if c["ref"] is None else
+                    f"reference fp32 vs fp64: max |dF| / max |F| = {c['ref_fp32_max_force_err_rel']:.1e}")
         print(f"gate: {c['tag']}: {c['n_atoms']} atoms, {c['n_edges']} edges, set up in "
-              f"{time.monotonic() - t0:.1f} s; reference fp32 vs fp64: max |dF| / max |F| = "
-              f"{c['ref_fp32_max_force_err_rel']:.1e}", flush=True)
+              f"{time.monotonic() - t0:.1f} s; {ref_note}", flush=True)
         for col in args.columns.split(","):
             if time.monotonic() - t_start > args.budget:
                 break

@@ -104,3 +104,20 @@ def test_graph_column_replays_on_cuda_and_matches_the_reference(request, case):
     on_cuda = r["engine"] == "Cuda"
     assert r["cuda_graph_captures"] == (1 if on_cuda else 0), r
     assert r["cuda_graph_replays"] == (args.repeats + args.warmup - 1 if on_cuda else 0), r
+
+
+def test_no_reference_case_times_the_engine_without_a_force_error(request, tmp_path):
+    """--no-reference (cases too large for the PyTorch reference in a call): the case is built
+    without reference forces, the engine column still runs on the same edges and reports finite
+    forces and no force error, and the table prints "-" there."""
+    bench = Path(request.config.getoption("--plugin")).resolve().parents[2] / "bench" / "edgeframe_bench"
+    args = argparse.Namespace(bench=str(bench), repeats=1, warmup=1, case_timeout=300)
+    c = gate.build_case("bcc", 54, "L2", tmp_path, reference=False, **SMALL)
+    assert c["ref"] is None and c["ref_fp32_max_force_err_rel"] is None
+    r = gate.run_engine(args, c, "fp64")
+    assert "error" not in r, r
+    assert r["n_edges"] == c["n_edges"] and r["forces_finite"]
+    assert "max_force_err" not in r
+    row = gate.finish_row(dict(r, tag=c["tag"], n_atoms=c["n_atoms"], n_edges=c["n_edges"], column="engine-fp64"),
+                          c["n_atoms"])
+    assert gate.markdown([row]).splitlines()[-1].endswith("| - |")
