@@ -39,13 +39,16 @@ struct So2Gate {
   // Row of z (in units of C columns) that packed row r reads.
   KOKKOS_INLINE_FUNCTION int z_row(int r) const { return r <= lmax ? r : r + lmax; }
   KOKKOS_INLINE_FUNCTION double zv(int e, int q, int c) const { return double(z(e, q * channels + c)); }
-  // The sigmoids of row 0 and of degree l's gate (z row lmax + l): given, or computed in double.
-  KOKKOS_INLINE_FUNCTION static double sigmoid(double v) { return 1.0 / (1.0 + Kokkos::exp(-v)); }
+  // The sigmoids of row 0 and of degree l's gate (z row lmax + l): given, or computed in the
+  // compute precision Real (float in fp32 / tf32 mode: within an ulp or two of the float the
+  // stored sigmoid would be). In double they made the kernel issue-bound on the GPU (ncu,
+  // 2026-11-30k call 6: SM 69-80 % busy, DRAM 40-48 %); the products stay in double.
+  KOKKOS_INLINE_FUNCTION static Real sigmoid(Real v) { return Real(1) / (Real(1) + Kokkos::exp(-v)); }
   KOKKOS_INLINE_FUNCTION double s0_at(int e, int c) const {
-    return sig0.extent(0) ? double(sig0(e, c)) : sigmoid(zv(e, 0, c));
+    return sig0.extent(0) ? double(sig0(e, c)) : double(sigmoid(z(e, c)));
   }
   KOKKOS_INLINE_FUNCTION double gate_at(int e, int l, int c) const {
-    return sig.extent(0) ? double(sig(e, (l - 1) * channels + c)) : sigmoid(zv(e, lmax + l, c));
+    return sig.extent(0) ? double(sig(e, (l - 1) * channels + c)) : double(sigmoid(z(e, (lmax + l) * channels + c)));
   }
   // Packed rows of degree l >= 1: (l, 0), then (l, +m) and (l, -m) for m = 1..min(l, mmax).
   // Looping degree by degree keeps each gate in a register: per-degree arrays indexed by a

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <type_traits>
+
 #include "band_layout.hpp"
 #include "bridge.hpp"
 #include "ops.hpp"
@@ -97,26 +99,32 @@ TEST(So2Gate, RowsWiderThanTheHostBufferMatchToo) {
   }
 }
 
-TEST(So2Gate, SigmoidsComputedInTheKernelMatchToo) {
-  // Devices leave the kernel's sig0 / sig empty and it computes the sigmoids from z
-  // (so2_gate.hpp); impl::so2_gate does that on a GPU build. Here the kernel is called directly
-  // with no sigmoids, so a host build runs that path too (per-channel order, exp in double).
+// Devices leave the kernel's sig0 / sig empty and it computes the sigmoids from z, in the
+// compute precision (so2_gate.hpp); impl::so2_gate does that on a GPU build. Here the kernel is
+// called directly with no sigmoids, so a host build runs that path too (per-channel order), in
+// double (against the torch chain to 1e-14) and in float (sigmoids in float: to a few float
+// ulps of the double torch chain, the fp32 cases' 2e-6 above).
+template <class Real>
+void check_kernel_sigmoids(double tolerance) {
   constexpr int E = 7, C = 20;
   const Exec exec = bridge::exec_instance();
-  for (const auto& [L, M] : {std::pair{2, 1}, std::pair{3, 2}}) {
+  const auto dtype = std::is_same_v<Real, float> ? torch::kFloat32 : torch::kFloat64;
+  for (const auto& [L, M] : {std::pair{2, 1}, std::pair{3, 2}, std::pair{2, 0}}) {
     const int K = kk::band_rows(L, M);
     torch::manual_seed(11);
     const auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(bridge::device());
-    const torch::Tensor z = 3.0 * torch::randn({E, (K + L) * C}, opts), probe = torch::randn({E, K, C}, opts);
-    const torch::Tensor zr = z.clone().requires_grad_(true);
+    const torch::Tensor z64 = 3.0 * torch::randn({E, (K + L) * C}, opts), probe64 = torch::randn({E, K, C}, opts);
+    const torch::Tensor zr = z64.clone().requires_grad_(true);
     const torch::Tensor want = gate_reference(zr, L, M, C);
-    const torch::Tensor want_grad = torch::autograd::grad({(want * probe).sum()}, {zr})[0];
-    const torch::Tensor x = torch::empty({E, K, C}, opts), gz = torch::empty_like(z);
-    kk::So2Gate<Exec, double> f;
-    f.z = bridge::view2<const double>(z, "z");
-    f.x = bridge::view3<double>(x, "x");
-    f.grad_x = bridge::view3<const double>(probe, "grad x");
-    f.grad_z = bridge::view2<double>(gz, "grad z");
+    const torch::Tensor want_grad = torch::autograd::grad({(want * probe64).sum()}, {zr})[0];
+    // The kernel's inputs in its precision (z rounded once); the reference stays in double.
+    const torch::Tensor z = z64.to(dtype), probe = probe64.to(dtype);
+    const torch::Tensor x = torch::empty({E, K, C}, z.options()), gz = torch::empty_like(z);
+    kk::So2Gate<Exec, Real> f;
+    f.z = bridge::view2<const Real>(z, "z");
+    f.x = bridge::view3<Real>(x, "x");
+    f.grad_x = bridge::view3<const Real>(probe, "grad x");
+    f.grad_z = bridge::view2<Real>(gz, "grad z");
     f.lmax = L;
     f.mmax = M;
     f.channels = C;
@@ -124,9 +132,14 @@ TEST(So2Gate, SigmoidsComputedInTheKernelMatchToo) {
     kk::so2_gate_forward(exec, f, E);
     kk::so2_gate_backward(exec, f, E);
     exec.fence("so2 gate test");
-    EXPECT_LT(rel(x, want.detach()), 1e-14) << "L" << L << "m" << M;
-    EXPECT_LT(rel(gz, want_grad), 1e-14) << "L" << L << "m" << M;
+    EXPECT_LT(rel(x, want.detach()), tolerance) << "L" << L << "m" << M;
+    EXPECT_LT(rel(gz, want_grad), tolerance) << "L" << L << "m" << M;
   }
+}
+
+TEST(So2Gate, SigmoidsComputedInTheKernelMatchToo) {
+  check_kernel_sigmoids<double>(1e-14);
+  check_kernel_sigmoids<float>(2e-6);
 }
 
 // ---- so2_linear ----------------------------------------------------------------------------
