@@ -91,7 +91,7 @@ class Tf32Scope {
 
 struct LayerWeights {
   Tensor norm_scale;                 // [L+1, C]
-  Tensor rad_w0_rbf, rad_b0, rad_w1, rad_b1, rad_w2, rad_b2;
+  Tensor rad_w0_rbf, rad_w1, rad_b1, rad_w2, rad_b2;
   // The first radial linear's part that depends on the species pair only: bias + receiver
   // table[s_i] + sender table[s_j], row s_i S + s_j ([S^2, H_r], made in double at load).
   Tensor rad_pair;
@@ -168,7 +168,7 @@ struct Evaluator::Impl {
       LayerWeights lw;
       // Tensors used as stored: file name (after "layers.<t>.") -> member.
       static const std::pair<const char*, Tensor LayerWeights::*> kAsStored[] = {
-          {"norm_scale", &LayerWeights::norm_scale},       {"radial.0.bias", &LayerWeights::rad_b0},
+          {"norm_scale", &LayerWeights::norm_scale},
           {"radial.1.weight", &LayerWeights::rad_w1},      {"radial.1.bias", &LayerWeights::rad_b1},
           {"radial.2.weight", &LayerWeights::rad_w2},      {"radial.2.bias", &LayerWeights::rad_b2},
           {"so2_1.m0.weight", &LayerWeights::so2_1_w0},    {"so2_1.m0.bias", &LayerWeights::so2_1_b0},
@@ -236,7 +236,7 @@ struct Evaluator::Impl {
   //     zero), so block 0 reads only the l = 0 columns of W0 and the m > 0 blocks give zeros;
   //   last layer: only h[0] reaches the readout and only the m = 0, l = 0 message row feeds it,
   //     so the m > 0 blocks and the l > 0 outputs of linear 2 (and of the feed-forward) are dead.
-  // and the kernels around the SO(2) linears make only the rows these read (edge_parts()):
+  // The kernels around the SO(2) linears make only the rows these read (edge_parts()):
   //   layer 0: the pack rotates degree 0 only (u [E, 1, 2C]: D^0 = 1, one radial multiplier
   //     row); the messages are the m = 0 rows (the only nonzero ones), unrotated from those;
   //   last layer: the pack makes the m = 0 rows only (block 0's input), and the unrotate
