@@ -26,7 +26,6 @@
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 #ifdef KOKKOS_ENABLE_CUDA
@@ -191,7 +190,7 @@ struct Cost {
   double bytes = 0, flops = 0;
 };
 
-std::map<std::string, Cost> kernel_costs(const ModelConfig& c, double E, double N, std::size_t real) {
+std::map<std::string, Cost> kernel_costs(const ModelConfig& c, double E, double N, std::size_t real, bool trimmed) {
   const int L = c.lmax, M = c.mmax, C = c.channels, D = c.num_coeffs();
   const double B = kk::band_size(L, M);
   const int T = c.layers;
@@ -201,10 +200,9 @@ std::map<std::string, Cost> kernel_costs(const ModelConfig& c, double E, double 
   m["edgeframe::radial"] = {E * (3 * 8 + c.n_rbf * (real + 8) + real + 8), E * c.n_rbf * 20};
   // Per layer, with the band rows each kernel works on there (src/engine/evaluator.cpp
   // edge_parts: the first layer packs degree 0 and unrotates the m = 0 rows, the last packs the
-  // m = 0 rows and unrotates degree 0, both gate the m = 0 rows; EDGEFRAME_ALL_DEGREES=1 runs
-  // every layer whole, which these costs do not follow). Of a part (l, mm): B its band entries,
-  // K its rows, G its multiplier rows, Dn the node rows it reads or writes.
-  const bool trimmed = std::getenv("EDGEFRAME_ALL_DEGREES") == nullptr;
+  // m = 0 rows and unrotates degree 0, both gate the m = 0 rows; `trimmed` false: every layer
+  // whole, Evaluator::trims_first_and_last_layers). Of a part (l, mm): B its band entries, K its
+  // rows, G its multiplier rows, Dn the node rows it reads or writes.
   auto add = [&](const char* name, double bytes, double flops) {
     m[name].bytes += bytes;
     m[name].flops += flops;
@@ -504,7 +502,7 @@ int main(int argc, char** argv) {
       std::printf("  step (energy+forces+virial): %.4f s = %.2f us/atom = %.3f us/edge; workspace %.1f MB\n", unfenced,
                   1e6 * unfenced / N, 1e6 * unfenced / E, ev.workspace_bytes() / 1e6);
       std::printf("  step with a fence around each kernel (the split below): %.4f s\n", step);
-      const auto costs = kernel_costs(pot.config, E, N, real);
+      const auto costs = kernel_costs(pot.config, E, N, real, ev.trims_first_and_last_layers());
       double kernels = 0;
       std::printf("  %-46s %10s %7s %10s %9s %9s\n", "kernel", "ms/step", "share", "MB/step", "GB/s", "GFLOP/s");
       for (const auto& [name, s] : g_times.seconds) {

@@ -71,11 +71,6 @@ kk::LoopOrder loop_order_from_env() {
   throw InputError("EDGEFRAME_LOOP_ORDER='" + s + "' (valid: rows, lanes, lanes4, warp, degree, degree4)");
 }
 
-bool env_is_one(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && std::string(v) == "1";
-}
-
 // cuBLAS TF32 for the GEMMs of one compute() call (tf32 mode), restored afterwards: the switch
 // is process-wide in torch and other code in the process (a second pair style) must not see it.
 class Tf32Scope {
@@ -130,7 +125,7 @@ struct Evaluator::Impl {
   // The first layer rotates degree 0 only, the last aggregates degree 0 only, and both gate the
   // m = 0 rows only (make_so2_plans). EDGEFRAME_ALL_DEGREES=1 turns that off (every layer the
   // full width, as before the eleventh session), for an A/B of one build only.
-  bool trim_degrees = !env_is_one("EDGEFRAME_ALL_DEGREES");
+  bool trim_degrees = !impl::env_is_one("EDGEFRAME_ALL_DEGREES");
   torch::Dtype dtype;
   Workspace workspace;
   Tensor species_embedding, e0, readout_scale, readout_w0, readout_b0, readout_w1, readout_b1;
@@ -396,6 +391,7 @@ Precision Evaluator::precision() const { return m_impl->precision; }
 std::size_t Evaluator::workspace_allocations() const { return m_impl->workspace.allocations(); }
 std::size_t Evaluator::workspace_bytes() const { return m_impl->workspace.bytes(); }
 long Evaluator::layers_recomputed() const { return m_impl->layers_recomputed; }
+bool Evaluator::trims_first_and_last_layers() const { return m_impl->trim_degrees; }
 long Evaluator::edge_chunk_builds() const { return m_impl->chunk_cache.builds; }
 #ifdef KOKKOS_ENABLE_CUDA
 long Evaluator::cuda_graph_captures() const { return m_impl->step_graph ? m_impl->step_graph->captures() : 0; }

@@ -108,6 +108,9 @@ class Evaluator {
   // steps replayed from a capture (0 and 0 on host backends or without the option).
   long cuda_graph_captures() const;
   long cuda_graph_replays() const;
+  // Whether the first and last layers make only the rows that reach the energy (the default;
+  // EDGEFRAME_ALL_DEGREES=1 at construction runs every layer whole, for A/B runs).
+  bool trims_first_and_last_layers() const;
 
  private:
   struct Impl;

@@ -135,6 +135,12 @@ Tensor band_gradient(const Tensor& band, const BandPart& part) {
   return band.size(1) > kk::band_size(part.lmax, part.mmax) ? torch::zeros_like(band) : torch::empty_like(band);
 }
 
+// The part a kernel function's forward works on, kept in its context for the backward.
+BandPart save_part(AutogradContext* ctx, std::int64_t lmax, std::int64_t mmax) {
+  ctx->saved_data["lmax"] = lmax;
+  ctx->saved_data["mmax"] = mmax;
+  return {int(lmax), int(mmax)};
+}
 BandPart saved_part(AutogradContext* ctx) {
   return {int(ctx->saved_data["lmax"].toInt()), int(ctx->saved_data["mmax"].toInt())};
 }
@@ -172,12 +178,10 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
   static Tensor forward(AutogradContext* ctx, const Tensor& n, const Tensor& band, const Tensor& a, const Tensor& w,
                         const Tensor& b, std::int64_t step_handle, std::int64_t lmax, std::int64_t mmax) {
     ctx->saved_data["step"] = step_handle;
-    ctx->saved_data["lmax"] = lmax;
-    ctx->saved_data["mmax"] = mmax;
+    const BandPart part = save_part(ctx, lmax, mmax);
     ctx->save_for_backward({n, band, a, w, b});
     const StepContext& s = step_of(ctx);
     const StepTimer timer(s, &StepTimes::edge_frame);
-    const BandPart part = saved_part(ctx);
     const int E = s.graph.n_edges, K = kk::band_rows(part.lmax, part.mmax);
     const Tensor g = radial_multipliers(a, w, b, s, part);
     Tensor u = torch::empty({E, K, 2 * s.channels}, options(s.dtype));
@@ -262,12 +266,10 @@ struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateF
   static Tensor forward(AutogradContext* ctx, const Tensor& w, const Tensor& band, const Tensor& env,
                         std::int64_t step_handle, std::int64_t lmax, std::int64_t mmax) {
     ctx->saved_data["step"] = step_handle;
-    ctx->saved_data["lmax"] = lmax;
-    ctx->saved_data["mmax"] = mmax;
+    const BandPart part = save_part(ctx, lmax, mmax);
     ctx->save_for_backward({w, band, env});
     const StepContext& s = step_of(ctx);
     const StepTimer timer(s, &StepTimes::edge_frame);
-    const BandPart part = saved_part(ctx);
     const int N = s.graph.n_nodes;
     Tensor agg = torch::empty({N, kk::n_coeffs(part.lmax), s.channels}, options(s.dtype));
     const Exec exec = bridge::exec_instance();
@@ -362,12 +364,8 @@ struct So2LinearFn : public torch::autograd::Function<So2LinearFn> {
 // EDGEFRAME_GATE_TORCH_SIGMOIDS=1 makes devices take torch's sigmoids too: the build before the
 // kernel computed them, kept for an A/B of one build (tools/gate.py --bench-b-env).
 bool gate_torch_sigmoids() {
-  if (kk::gate_takes_sigmoids<Exec>()) return true;
-  static const bool forced = [] {
-    const char* v = std::getenv("EDGEFRAME_GATE_TORCH_SIGMOIDS");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  return forced;
+  static const bool forced = env_is_one("EDGEFRAME_GATE_TORCH_SIGMOIDS");
+  return kk::gate_takes_sigmoids<Exec>() || forced;
 }
 
 std::pair<Tensor, Tensor> gate_sigmoids(const Tensor& z, int lmax, int channels) {
@@ -543,6 +541,11 @@ StepTimer::~StepTimer() {
 
 torch::autograd::variable_list edge_geometry(const torch::Tensor& vec, StepContext& step) {
   return EdgeGeometryFn::apply(vec, handle_of(step));
+}
+
+bool env_is_one(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::string(v) == "1";
 }
 
 // `part` with the step's values for -1, checked against the step and the band passed.

@@ -53,6 +53,9 @@ class StepTimer {
 // which returns dE/dvec in float64.
 torch::autograd::variable_list edge_geometry(const torch::Tensor& vec, StepContext& step);
 
+// True when the environment variable `name` is set to "1" (the engine's A/B switches).
+bool env_is_one(const char* name);
+
 // The band rows a pack or unrotate call works on: degrees 0..lmax and orders |m| <= mmax (-1:
 // the step's). The band passed must hold the layout of (lmax, mmax) in its leading columns
 // (band_layout.hpp): the step's band does for every lmax with the step's mmax, because degree l
