@@ -7,8 +7,8 @@
 // LibTorch (GEMMs, activations, autograd bookkeeping).
 //
 //   edgeframe_bench [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32]
-//                   [--recompute [--edge-chunk N]] [--forces-out PREFIX] [--torch-profile [--trace FILE]]
-//                   [--memory-profile]
+//                   [--activations auto|keep|recompute [--edge-chunk N]] [--memory-budget GB]
+//                   [--forces-out PREFIX] [--torch-profile [--trace FILE]] [--memory-profile]
 // The step time is measured twice: without fences (what a run sees) and with a fence around each
 // kernel (the per-kernel split). --forces-out writes PREFIX.<shape>.<cells> (raw doubles [N, 3]).
 // --torch-profile adds a third pass under LibTorch's profiler: GPU time per kernel family and the
@@ -17,12 +17,15 @@
 // allocations, what the backward pass starts with, and the operators at the peak (torch_memory.hpp).
 //
 // Case mode (tools/gate.py, the multi-scale gate of issue #7): one given model and structure,
-//   edgeframe_bench --case FILE --potential FILE.safetensors [--precision P] [--recompute] [--cuda-graph]
-//                   [--reps N] [--warmup N] [--forces-out FILE]
+//   edgeframe_bench --case FILE --potential FILE.safetensors [--precision P] [--activations A]
+//                   [--memory-budget GB] [--cuda-graph] [--reps N] [--warmup N] [--forces-out FILE]
 // prints one line "RESULT {json}" (median step time, peak memory, energy) and writes the
 // forces as raw little-endian doubles [N, 3]. The case file is written by tools/gate.py.
 // --cuda-graph: EvaluatorOptions::cuda_graph (the first warm-up step runs eagerly, the second
 // is captured, every later step is a replay; the JSON counts captures and replays).
+// --activations: EvaluatorOptions::activations, auto (the default) | keep | recompute (--recompute
+// is recompute); --memory-budget GB (1e9 bytes): auto's budget (default: the device's free memory).
+// The JSON names the plan the step ran with and the memory model's predicted peak.
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <array>
@@ -385,13 +388,15 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
     if (!ts.empty()) ts += ',';
     ts += std::to_string(t);
   }
-  std::printf("RESULT {\"engine\": \"%s\", \"precision\": \"%s\", \"recompute_layers\": %s, \"n_atoms\": %d, \"n_edges\": %d, "
+  const ActivationPlan& plan = ev.activation_plan();
+  std::printf("RESULT {\"engine\": \"%s\", \"precision\": \"%s\", \"recompute_layers\": %s, \"activations\": \"%s\", "
+              "\"predicted_peak_bytes\": %.0f, \"memory_budget_bytes\": %.0f, \"n_atoms\": %d, \"n_edges\": %d, "
               "\"median_s\": %.6e, \"times_s\": [%s], \"graph_build_s\": %.6e, \"peak_bytes\": %zu, "
               "\"torch_peak_bytes\": %zu, \"workspace_bytes\": %zu, \"energy\": %.12e, \"cuda_graph_captures\": %ld, "
               "\"cuda_graph_replays\": %ld}\n",
-              Exec::name(), to_string(prec).c_str(), options.recompute_layers ? "true" : "false", N, E, median,
-              ts.c_str(), graph_s, peak, torch_peak_bytes(), ev.workspace_bytes(), res.energy, ev.cuda_graph_captures(),
-              ev.cuda_graph_replays());
+              Exec::name(), to_string(prec).c_str(), plan.any_recomputed() ? "true" : "false", plan.describe().c_str(),
+              plan.predicted_bytes, options.memory_budget, N, E, median, ts.c_str(), graph_s, peak, torch_peak_bytes(),
+              ev.workspace_bytes(), res.energy, ev.cuda_graph_captures(), ev.cuda_graph_replays());
   return 0;
 }
 
@@ -401,7 +406,9 @@ int main(int argc, char** argv) {
   std::string shapes = "all", precision = "fp32";
   std::vector<int> cells = {4, 6, 8};
   int reps = 3, warmup = 2;
-  bool recompute = false, torch_profile = false, memory_profile = false, cuda_graph = false;
+  bool torch_profile = false, memory_profile = false, cuda_graph = false;
+  std::string activations = "auto";
+  double memory_budget_gb = 0;
   int edge_chunk = 0;
   std::string case_path, potential_path, forces_out, trace_path;
   for (int a = 1; a < argc; ++a) {
@@ -414,7 +421,9 @@ int main(int argc, char** argv) {
     else if (arg == "--case") case_path = next();
     else if (arg == "--potential") potential_path = next();
     else if (arg == "--forces-out") forces_out = next();
-    else if (arg == "--recompute") recompute = true;
+    else if (arg == "--recompute") activations = "recompute";
+    else if (arg == "--activations") activations = next();
+    else if (arg == "--memory-budget") memory_budget_gb = std::stod(next());
     else if (arg == "--cuda-graph") cuda_graph = true;
     else if (arg == "--torch-profile") torch_profile = true;
     else if (arg == "--memory-profile") memory_profile = true;
@@ -429,8 +438,8 @@ int main(int argc, char** argv) {
         p = q == std::string::npos ? list.size() : q + 1;
       }
     } else if (arg != "--kokkos-num-threads" && arg.rfind("--kokkos", 0) != 0) {
-      std::fprintf(stderr, "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32] [--recompute [--edge-chunk N]] [--forces-out PREFIX] [--torch-profile [--trace FILE]] [--memory-profile]\n"
-                           "       %s --case FILE --potential FILE [--precision P] [--recompute] [--cuda-graph] [--reps N] [--warmup N] [--forces-out FILE]\n",
+      std::fprintf(stderr, "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32] [--activations auto|keep|recompute [--edge-chunk N]] [--memory-budget GB] [--forces-out PREFIX] [--torch-profile [--trace FILE]] [--memory-profile]\n"
+                           "       %s --case FILE --potential FILE [--precision P] [--activations A] [--memory-budget GB] [--cuda-graph] [--reps N] [--warmup N] [--forces-out FILE]\n",
                    argv[0], argv[0]);
       return 2;
     }
@@ -443,8 +452,21 @@ int main(int argc, char** argv) {
   const Precision prec = parse_precision(precision);
   EvaluatorOptions options;
   options.precision = prec;
-  options.recompute_layers = recompute;    // --recompute: EvaluatorOptions::recompute_layers
-  options.edge_chunk = edge_chunk;         // --edge-chunk N: ... in chunks of N edges
+  // --activations auto|keep|recompute (--recompute: recompute): EvaluatorOptions::activations;
+  // --edge-chunk N: recompute in chunks of N edges; --memory-budget GB (1e9 bytes): auto's budget.
+  if (activations == "auto") options.activations = EvaluatorOptions::Activations::automatic;
+  else if (activations == "keep") options.activations = EvaluatorOptions::Activations::keep;
+  else if (activations == "recompute") options.activations = EvaluatorOptions::Activations::recompute;
+  else {
+    std::fprintf(stderr, "edgeframe_bench: unknown --activations '%s' (valid: auto, keep, recompute)\n", activations.c_str());
+    return 2;
+  }
+  if (edge_chunk > 0 && activations != "recompute") {
+    std::fprintf(stderr, "edgeframe_bench: --edge-chunk needs --activations recompute (auto sizes its own chunks)\n");
+    return 2;
+  }
+  options.edge_chunk = edge_chunk;
+  options.memory_budget = memory_budget_gb * 1e9;
   options.cuda_graph = cuda_graph;         // --cuda-graph: EvaluatorOptions::cuda_graph (case mode)
   if (cuda_graph && case_path.empty()) {
     std::fprintf(stderr, "edgeframe_bench: --cuda-graph is for --case mode (a replayed step has no per-kernel split)\n");
@@ -460,7 +482,8 @@ int main(int argc, char** argv) {
   }
   const std::size_t real = prec == Precision::fp64 ? 8 : 4;
   std::printf("edgeframe_bench: %s, %s%s, %d thread(s), %d timed step(s) per case\n", Exec::name(), precision.c_str(),
-              recompute ? (" (edge parts recomputed in backward, edge chunk " + std::to_string(edge_chunk) + ")").c_str() : "",
+              (" (activations " + activations + (edge_chunk > 0 ? ", edge chunk " + std::to_string(edge_chunk) : "") +
+               (memory_budget_gb > 0 ? ", memory budget " + std::to_string(memory_budget_gb) + " GB" : "") + ")").c_str(),
               Exec().concurrency(), reps);
 
   for (const std::string shape : {"L2", "L3"}) {

@@ -360,6 +360,7 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
       atomKK->sync(Host, TAG_MASK);
       report_non_finite(*non_finite, h_atom_of_node.data());
     }
+    log_activation_plan();
     double t2 = platform::walltime();
     m_time_engine += t2 - t1;
 

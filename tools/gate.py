@@ -115,12 +115,16 @@ def build_case(system, size, shape, workdir, reference=True, **overrides):
     return dict(base, ref_fp32_max_force_err_rel=ref["fp32_max_force_err_rel"], ref=ref)
 
 
-def run_engine(args, c, precision, recompute=False, bench=None, env=None, cuda_graph=False):
-    forces = c["case"].with_suffix(f".{precision}{'-recompute' if recompute else ''}{'-graph' if cuda_graph else ''}.forces")
+def run_engine(args, c, precision, activations="auto", bench=None, env=None, cuda_graph=False):
+    tag = "" if activations == "auto" else f"-{activations}"
+    forces = c["case"].with_suffix(f".{precision}{tag}{'-graph' if cuda_graph else ''}.forces")
     cmd = [bench or args.bench, "--case", str(c["case"]), "--potential", str(c["potential"]), "--precision", precision,
-           "--reps", str(args.repeats), "--warmup", str(args.warmup), "--forces-out", str(forces)]
-    if recompute:    # activations recompute, in edge chunks of --edge-chunk edges (0: all at once)
-        cmd += ["--recompute", "--edge-chunk", str(getattr(args, "edge_chunk", 0))]
+           "--reps", str(args.repeats), "--warmup", str(args.warmup), "--forces-out", str(forces),
+           "--activations", activations]
+    if activations == "recompute":    # every layer, in edge chunks of --edge-chunk edges (0: all at once)
+        cmd += ["--edge-chunk", str(getattr(args, "edge_chunk", 0))]
+    if activations == "auto" and getattr(args, "memory_budget", 0) > 0:    # else the device's free memory
+        cmd += ["--memory-budget", str(args.memory_budget)]
     if cuda_graph:   # the step recorded once as a CUDA graph and replayed (EvaluatorOptions::cuda_graph)
         cmd += ["--cuda-graph"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.case_timeout, env=env)
@@ -151,7 +155,9 @@ def run_lammps(args, c, precision, steps=50):
         # Static positions (no integrator): every step is one force call on the case's atoms, as
         # in the engine column. Random-weight models are not physical: an NVE run of the 512-atom
         # L2 diamond pulled two atoms 0.29 A apart by step 57 (H200, 2026-11-30) and stopped.
-        "thermo 50", "run 10", f"run {steps}", ""]))
+        "thermo 50", "run 10", f"run {steps}",
+        # The forces of the last step, by atom ID (the case's atom order), for the force error.
+        f"write_dump all custom {inp.with_suffix('.forces')} id fx fy fz modify sort id format float %.17g", ""]))
     cmd = [args.lmp, "-k", "on", *args.lmp_kokkos.split(), "-sf", "kk", "-pk", "kokkos", *args.lmp_package.replace(",", " ").split(),
            "-in", str(inp), "-log", str(inp.with_suffix(".log")), "-screen", "none"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.case_timeout)
@@ -163,7 +169,20 @@ def run_lammps(args, c, precision, steps=50):
         err = [ln for ln in lines if "ERROR" in ln] or [ln for ln in lines if "rror" in ln]
         return dict(error=f"exit {p.returncode}: {(err or ['no Loop time in the log'])[0][:300]}")
     t, n = float(loops[-1][0]), int(loops[-1][1])
-    return dict(median_s=t / n, times_s=[t / n], steps=n, note="mean over the timed run (Loop time / steps)")
+    r = dict(median_s=t / n, times_s=[t / n], steps=n, note="mean over the timed run (Loop time / steps)")
+    mem = re.search(r"edgeframe device memory on rank 0: peak (\d+) MiB", log)
+    if mem:    # GPU builds: LibTorch's allocator peak + the Kokkos workspace (LAMMPS' own arrays not counted)
+        r["peak_bytes"] = int(mem.group(1)) * 2 ** 20
+    dump = inp.with_suffix(".forces")
+    if dump.exists():
+        rows = np.loadtxt(dump, skiprows=9, ndmin=2)
+        f = rows[np.argsort(rows[:, 0]), 1:4]
+        r["forces_finite"] = bool(np.isfinite(f).all())
+        if c["ref"] is not None and f.shape == c["ref"]["forces"].shape:
+            ref = c["ref"]["forces"]
+            r["max_force_err"] = float(np.abs(f - ref).max())
+            r["max_force_err_rel"] = r["max_force_err"] / float(np.abs(ref).max())
+    return r
 
 
 def finish_row(r, n_atoms):
@@ -205,11 +224,14 @@ def main():
                     help="what follows '-k on' in the LAMMPS column (default: one GPU; tests use 't 1')")
     ap.add_argument("--cases", default="", help="system:size:shape,... (default: the issue's list)")
     ap.add_argument("--columns", default="eager,compile,engine-fp32,engine-tf32,lammps-fp32",
-                    help="eager, compile, compile-tf32 (TF32 GEMMs on), engine-<precision>[-recompute|-graph], "
-                         "engine-b-<precision>[-recompute|-graph] (--bench-b), lammps-<precision>; -graph: the step "
+                    help="eager, compile, compile-tf32 (TF32 GEMMs on), engine-<precision>[-keep|-recompute][-graph], "
+                         "engine-b-<precision>[...] (--bench-b), lammps-<precision>; engine columns run with "
+                         "activations auto unless -keep or -recompute is named; -graph: the step "
                          "replayed as a CUDA graph (bench --cuda-graph)")
     ap.add_argument("--edge-chunk", type=int, default=0,
                     help="edges per recomputed chunk in the engine-<precision>-recompute columns (0: all)")
+    ap.add_argument("--memory-budget", type=float, default=0,
+                    help="GB (1e9 bytes) for the engine columns with activations auto (0: the device's free memory)")
     ap.add_argument("--no-reference", action="store_true",
                     help="skip the PyTorch fp64 reference forces (very large cases): no force error column")
     ap.add_argument("--repeats", type=int, default=10)
@@ -267,7 +289,8 @@ def main():
                     # engine[-b]-<precision>[-recompute|-graph]; engine-b: the second bench / environment
                     b_col = col.startswith("engine-b-")
                     precision, *flags = col.split("-")[2 if b_col else 1:]
-                    r = run_engine(args, c, precision, recompute="recompute" in flags, cuda_graph="graph" in flags,
+                    activations = "recompute" if "recompute" in flags else "keep" if "keep" in flags else "auto"
+                    r = run_engine(args, c, precision, activations=activations, cuda_graph="graph" in flags,
                                    bench=bench_b if b_col else None, env=env_b if b_col else None)
                 elif col.startswith("lammps-") and args.lmp:
                     r = run_lammps(args, c, col.split("-", 1)[1])

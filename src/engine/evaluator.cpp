@@ -4,6 +4,10 @@
 #include "evaluator.hpp"
 
 #include <torch/torch.h>
+#ifdef KOKKOS_ENABLE_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>  // what torch's pool holds unused (budget_now)
+#include <cuda_runtime_api.h>               // cudaMemGetInfo
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -104,9 +108,14 @@ struct LayerWeights {
 struct Evaluator::Impl {
   ModelConfig cfg;
   Precision precision;
-  bool recompute_layers;  // EvaluatorOptions::recompute_layers
+  EvaluatorOptions::Activations activations;  // EvaluatorOptions::activations
+  double memory_budget;   // EvaluatorOptions::memory_budget
   bool cuda_graph;        // EvaluatorOptions::cuda_graph
   int edge_chunk;         // EvaluatorOptions::edge_chunk
+  // The plan of the last step with a backward pass, and the graph size it was made for
+  // (automatic makes a new one when the edge or node count changes).
+  ActivationPlan plan;
+  std::int64_t plan_edges = -1, plan_nodes = -1;
   long layers_recomputed = 0;  // edge parts run again in backward passes, over all compute() calls
   // Edge chunks of the last graph seen (recompute with edge_chunk > 0), rebuilt only when the
   // graph changes. The key holds that graph's recv_offsets view: while held, its allocation
@@ -134,12 +143,15 @@ struct Evaluator::Impl {
   Impl(const Potential& pot, EvaluatorOptions opt)
       : cfg(pot.config),
         precision(opt.precision),
-        recompute_layers(opt.recompute_layers),
+        activations(opt.activations),
+        memory_budget(opt.memory_budget),
         cuda_graph(opt.cuda_graph),
         edge_chunk(opt.edge_chunk),
         dtype(opt.precision == Precision::fp64 ? torch::kFloat64 : torch::kFloat32),
         workspace(opt.poison_scratch || std::getenv("EDGEFRAME_POISON_SCRATCH") != nullptr) {
     if (cfg.lmax > kk::kMaxL) throw InputError("potential " + pot.path + ": lmax exceeds the compiled maximum");
+    if (opt.memory_budget < 0) throw InputError("Evaluator: memory_budget must be >= 0 bytes");
+    if (opt.edge_chunk < 0) throw InputError("Evaluator: edge_chunk must be >= 0");
     if (precision == Precision::tf32 && !tf32_available())
       throw InputError("precision tf32 needs the CUDA engine; this build (" + build_info().execution_space +
                        ") supports fp64 and fp32");
@@ -223,6 +235,72 @@ struct Evaluator::Impl {
       parts.unrotate.mmax = M;
     }
     return parts;
+  }
+
+  // Bytes per edge and node a step holds (memory_plan.hpp), counted from the shapes of what each
+  // layer's autograd graph saves (doc/engine.md "What a layer keeps for the backward pass"):
+  // the radial MLP's two pre-activations and a [E, H_r] each, the gate's input z
+  // [E, (gated rows + L) H] and the unrotate's input, the messages [E, message rows, C]. During
+  // its backward a layer also holds the pack's grad_u [E, u rows, 2C] and its recomputed
+  // multipliers g [E, gate rows, 2C], and grad_rot and grad_g of the same shapes where the
+  // kernel cannot write them over those (impl::pack_backward_in_place: host backends), once z and
+  // the messages are consumed. Held through the step: torch's band gradient and m = 0 band rows,
+  // the int64 recv / send / pair columns, and the Kokkos workspace (Workspace's slots, grown by
+  // 1/8: edge vectors and dE/dr_e in double, band and its three derivatives, rbf and envelope
+  // with their double derivatives; per node energies, forces, virials). Per node and layer: the
+  // two norms' inputs [N, D, C] and the feed-forward's hidden rows [N, D, C_f].
+  MemoryModel memory_model() const {
+    const double vb = dtype == torch::kFloat64 ? 8.0 : 4.0;
+    const int L = cfg.lmax, C = cfg.channels, H = cfg.hidden_channels, D = cfg.num_coeffs();
+    MemoryModel m;
+    for (int t = 0; t < cfg.layers; ++t) {
+      const EdgeParts parts = edge_parts(t == 0, t == cfg.layers - 1);
+      const double radial = 3.0 * cfg.radial_hidden;
+      const double z = double(kk::band_rows(L, parts.gate_mmax) + L) * H;
+      const double messages = double(kk::band_rows(parts.unrotate.lmax, parts.unrotate.mmax)) * C;
+      const bool in_place = impl::pack_backward_in_place(loop_order, parts.pack.lmax);
+      const double pack_grads = (in_place ? 1.0 : 2.0) *
+                                double(kk::band_rows(parts.pack.lmax, parts.pack.mmax) +
+                                       kk::gate_rows(parts.pack.lmax, parts.pack.mmax)) * 2.0 * C;
+      m.kept_per_edge.push_back(vb * (radial + z + messages));
+      m.backward_per_edge.push_back(vb * (radial + std::max(z + messages, pack_grads)));
+    }
+    const double band = kk::band_size(L, cfg.mmax), n_rbf = cfg.n_rbf;
+    const double workspace_per_edge = 1.125 * (2 * 3 * 8.0 + 4.0 * band * vb + n_rbf * (vb + 8.0) + vb + 8.0);
+    m.persistent_per_edge = vb * (band + 2.0 * D) + 3.0 * 8.0 + workspace_per_edge;
+    m.per_node = vb * cfg.layers * double(D) * (2.0 * C + cfg.ffn_channels) + 1.125 * (1 + 3 + 9) * 8.0;
+    return m;
+  }
+
+  // The budget of an automatic plan: the option, or on CUDA what the device has free now plus
+  // what torch's allocator holds unused, less 5 %; on host backends none (keep all).
+  double budget_now() const {
+    if (memory_budget > 0) return memory_budget;
+#ifdef KOKKOS_ENABLE_CUDA
+    std::size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return 0;
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(c10::cuda::current_device());
+    const auto all = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+    const double pool_unused = double(stats.reserved_bytes[all].current - stats.allocated_bytes[all].current);
+    return 0.95 * (double(free_bytes) + pool_unused);
+#else
+    return 0;
+#endif
+  }
+
+  // The plan for a step of this graph (forces wanted): fixed by the options, or automatic's
+  // choice, made again when the graph's size changes.
+  const ActivationPlan& plan_for(std::int64_t E, std::int64_t N) {
+    if (E == plan_edges && N == plan_nodes && activations == EvaluatorOptions::Activations::automatic) return plan;
+    plan = ActivationPlan{};
+    plan.recompute.assign(cfg.layers, activations == EvaluatorOptions::Activations::recompute ? 1 : 0);
+    plan.edge_chunk = activations == EvaluatorOptions::Activations::recompute ? edge_chunk : 0;
+    const MemoryModel model = memory_model();
+    if (activations == EvaluatorOptions::Activations::automatic) plan = plan_activations(model, E, N, budget_now());
+    else plan.predicted_bytes = predicted_peak(model, E, N, plan.recompute, plan.edge_chunk);
+    plan_edges = E;
+    plan_nodes = N;
+    return plan;
   }
 
   // Work that provably cannot change the energy or its gradient (doc/model.md "Parameters
@@ -339,7 +417,7 @@ struct Evaluator::Impl {
   }
 
   // One layer around its edge part: messages(n) is edge_messages on the whole graph, or the sum
-  // over edge chunks of recomputed edge parts (recompute_layers).
+  // over edge chunks of recomputed edge parts (the plan's recomputed layers).
   Tensor interaction(const LayerWeights& lw, const Tensor& h, const std::function<Tensor(const Tensor&)>& messages,
                      bool last, int n_live) const {
     const Tensor n = rms_norm_eq(h, lw.norm_scale, cfg.lmax);
@@ -390,7 +468,16 @@ const ModelConfig& Evaluator::config() const { return m_impl->cfg; }
 Precision Evaluator::precision() const { return m_impl->precision; }
 std::size_t Evaluator::workspace_allocations() const { return m_impl->workspace.allocations(); }
 std::size_t Evaluator::workspace_bytes() const { return m_impl->workspace.bytes(); }
+std::size_t Evaluator::torch_device_peak_bytes() {
+#ifdef KOKKOS_ENABLE_CUDA
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(c10::cuda::current_device());
+  return std::size_t(stats.allocated_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak);
+#else
+  return 0;
+#endif
+}
 long Evaluator::layers_recomputed() const { return m_impl->layers_recomputed; }
+const ActivationPlan& Evaluator::activation_plan() const { return m_impl->plan; }
 bool Evaluator::trims_first_and_last_layers() const { return m_impl->trim_degrees; }
 long Evaluator::edge_chunk_builds() const { return m_impl->chunk_cache.builds; }
 #ifdef KOKKOS_ENABLE_CUDA
@@ -441,10 +528,13 @@ Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exe
   Result res;
   {
     const impl::StepTimer timer(step, &StepTimes::total);
+    // The plan first: whether any layer is recomputed decides whether the step can be graphed.
+    const bool grad = what.forces || what.virial || what.atom_virial;
+    const bool recomputes = grad && m_impl->plan_for(graph.edges.n_edges, graph.edges.n_nodes).any_recomputed();
     // The graphed step has no timers (they fence), no exchange (it calls MPI from the host
     // between layers), no recomputation (its chunks are built on the host) and no roll (tests).
-    const bool graphed = m_impl->cuda_graph && kCudaGraphs && !what.times && !what.exchange &&
-                         !m_impl->recompute_layers && what.roll.extent(0) == 0;
+    const bool graphed = m_impl->cuda_graph && kCudaGraphs && !what.times && !what.exchange && !recomputes &&
+                         what.roll.extent(0) == 0;
     res = graphed ? m_impl->graphed_step(graph, positions, what)
                   : Impl::finish(m_impl->device_step(graph, positions, what, step));
   }
@@ -516,21 +606,24 @@ Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
   // Rows whose layer outputs matter: all, or with an exchange only the owned ones (ghost rows
   // are received before every layer that reads them).
   const int n_live = step.exchange ? graph.n_local : N;
-  // recompute_layers: the edge part of every layer is recomputed in the backward pass, in
-  // chunks of at most edge_chunk edges (receiver ranges; 0: one chunk). Each chunk has its own
-  // graph (graph_chunk.hpp) and step context, and its function is held at a fixed address
-  // until the backward pass below is done (a deque never moves what it holds).
-  const bool recompute = m.recompute_layers && grad && E > 0;
+  // The plan's recomputed layers (compute() made it for this graph): their edge parts run again
+  // in the backward pass, in chunks of at most plan.edge_chunk edges (receiver ranges; 0: one
+  // chunk). Each chunk has its own graph (graph_chunk.hpp) and step context, and its function
+  // is held at a fixed address until the backward pass below is done (a deque never moves what
+  // it holds).
+  const ActivationPlan& plan = m.plan;
+  const bool recompute = grad && E > 0 && plan.any_recomputed();
+  const int edge_chunk = plan.edge_chunk;
   std::deque<impl::StepContext> chunk_steps;
   std::vector<std::pair<int, int>> chunk_edges;    // [e0, e1) per chunk
   if (recompute) {
-    if (m.edge_chunk > 0 && m.edge_chunk < E) {
+    if (edge_chunk > 0 && edge_chunk < E) {
       auto& cache = m.chunk_cache;
-      if (cache.key.data() != g.recv_offsets.data() || cache.n_edges != E || cache.edge_chunk != m.edge_chunk) {
+      if (cache.key.data() != g.recv_offsets.data() || cache.n_edges != E || cache.edge_chunk != edge_chunk) {
         const auto ro_view = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g.recv_offsets);
         const std::vector<int> ro(ro_view.data(), ro_view.data() + N + 1);
-        const std::vector<int> bounds = kk::chunk_receivers(ro, m.edge_chunk);
-        cache = ChunkCache{g.recv_offsets, E, m.edge_chunk, {}, {}, cache.builds + 1};
+        const std::vector<int> bounds = kk::chunk_receivers(ro, edge_chunk);
+        cache = ChunkCache{g.recv_offsets, E, edge_chunk, {}, {}, cache.builds + 1};
         for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
           cache.edges.emplace_back(ro[bounds[k]], ro[bounds[k + 1]]);
           cache.graphs.push_back(kk::graph_chunk(exec, g, cache.edges.back().first, cache.edges.back().second));
@@ -557,7 +650,7 @@ Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
     std::function<Tensor(const Tensor&)> messages = [&](const Tensor& n) {
       return m.edge_messages(lw, n, band, rbf, env, pair, step, t == 0, t == last);
     };
-    if (recompute)
+    if (recompute && plan.recompute[t])
       messages = [&](const Tensor& n) {
         Tensor agg;
         for (std::size_t k = 0; k < chunk_steps.size(); ++k) {

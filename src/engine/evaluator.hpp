@@ -20,6 +20,7 @@
 #include "graph.hpp"
 #include "step_times.hpp"
 #include "kernel_common.hpp"
+#include "memory_plan.hpp"
 #include "potential.hpp"
 
 namespace edgeframe {
@@ -69,18 +70,27 @@ struct Result {
 struct EvaluatorOptions {
   Precision precision = Precision::fp64;
   bool poison_scratch = false;  // debug: fill freshly grown scratch with NaN (also EDGEFRAME_POISON_SCRATCH=1)
-  // Keep no per-edge activations for the backward pass: the edge part of every layer (radial
-  // MLP, pack, SO(2) linears, gate, unrotate) runs again there (impl::recomputed_layer), in
-  // chunks of at most edge_chunk edges (receiver ranges; 0: all edges at once). Peak memory
-  // then holds one chunk's activations instead of all layers' over all edges, for one more
-  // forward pass of the edge parts. Same results to rounding.
-  bool recompute_layers = false;
-  int edge_chunk = 0;
+  // What the backward pass gets from the forward (doc/engine.md "Activations and the memory
+  // budget"). keep: every layer's per-edge activations (fastest). recompute: none; the edge part
+  // of every layer (radial MLP, pack, SO(2) linears, gate, unrotate) runs again there
+  // (impl::recomputed_layer), in chunks of at most edge_chunk edges (receiver ranges; 0: all
+  // edges at once): peak memory then holds one chunk's activations instead of all layers' over
+  // all edges, for one more forward pass of the edge parts. automatic (the default): keep all
+  // while the estimated peak of the step fits memory_budget, else recompute the fewest layers
+  // that make it fit, else all of them in chunks sized to fit (memory_plan.hpp), chosen again
+  // for every new graph. Same results to rounding in every mode.
+  enum class Activations { automatic, keep, recompute };
+  Activations activations = Activations::automatic;
+  int edge_chunk = 0;  // recompute only (automatic sizes its own chunks)
+  // Bytes the step may use (torch's allocations and the Kokkos workspace), for automatic.
+  // 0: on CUDA the device's free memory when a plan is made (with what torch's allocator holds
+  // unused) less 10 %; on host backends no limit (keep all).
+  double memory_budget = 0;
   // CUDA builds: record the device part of a step as one CUDA graph and replay it while the
   // graph, the positions view and What stay the same (their values may change), which takes
   // the host's launch and autograd overhead out of small steps (step_graph.hpp; doc/engine.md
   // "CUDA graphs"). A new graph or positions view costs one eager step and one capture. Steps
-  // with an exchange, timers, a roll or recompute_layers run as without it. No effect on host
+  // with an exchange, timers, a roll or recomputed layers run as without it. No effect on host
   // backends.
   bool cuda_graph = false;
 };
@@ -99,9 +109,15 @@ class Evaluator {
   // Workspace growth events so far (a warm step adds none) and bytes held.
   std::size_t workspace_allocations() const;
   std::size_t workspace_bytes() const;
-  // Edge parts run again in backward passes so far (recompute_layers: layers x edge chunks per
-  // force call; else 0).
+  // CUDA builds: the most bytes LibTorch's caching allocator has held allocated on this device
+  // in this process (all evaluators, every step so far); host backends: 0 (not tracked).
+  static std::size_t torch_device_peak_bytes();
+  // Edge parts run again in backward passes so far (recomputed layers x edge chunks per force
+  // call; 0 while every layer keeps its activations).
   long layers_recomputed() const;
+  // The activations plan of the last step that needed a backward pass (memory_plan.hpp): the
+  // one the options fix, or automatic's choice for that step's graph.
+  const ActivationPlan& activation_plan() const;
   // Times the edge chunks were (re)built: once per graph (neighbour-list rebuild), not per call.
   long edge_chunk_builds() const;
   // cuda_graph: steps captured so far (one per new graph, positions view or request) and

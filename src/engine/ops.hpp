@@ -55,6 +55,10 @@ torch::autograd::variable_list edge_geometry(const torch::Tensor& vec, StepConte
 
 // True when the environment variable `name` is set to "1" (the engine's A/B switches).
 bool env_is_one(const char* name);
+// Whether the pack's backward writes grad_rot and grad_g over grad_u and g for this loop order
+// and degree (kk::backward_edge_in_place on the engine's execution space): the memory model
+// counts two more edge tensors where it does not.
+bool pack_backward_in_place(kk::LoopOrder order, int lmax);
 
 // The band rows a pack or unrotate call works on: degrees 0..lmax and orders |m| <= mmax (-1:
 // the step's). The band passed must hold the layout of (lmax, mmax) in its leading columns

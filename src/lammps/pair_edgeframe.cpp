@@ -146,9 +146,13 @@ void PairEdgeframe::settings(int narg, char **arg)
         error->all(FLERR, "pair_style edgeframe: unknown timing '{}' (valid: basic, detail)", value);
       m_timing_detail = value == "detail";
     } else if (key == "activations") {
-      if (value != "keep" && value != "recompute")
-        error->all(FLERR, "pair_style edgeframe: unknown activations '{}' (valid: keep, recompute)", value);
-      m_recompute_layers = value == "recompute";
+      if (value != "auto" && value != "keep" && value != "recompute")
+        error->all(FLERR, "pair_style edgeframe: unknown activations '{}' (valid: auto, keep, recompute)", value);
+      m_activations = value;
+    } else if (key == "memory_budget") {
+      m_memory_budget_gb = utils::numeric(FLERR, value, false, lmp);
+      if (!(m_memory_budget_gb > 0.0))
+        error->all(FLERR, "pair_style edgeframe: memory_budget must be > 0 GB (got {})", value);
     } else if (key == "edge_chunk") {
       m_edge_chunk = utils::inumeric(FLERR, value, false, lmp);
       if (m_edge_chunk < 0) error->all(FLERR, "pair_style edgeframe: edge_chunk must be >= 0 (got {})", value);
@@ -156,7 +160,7 @@ void PairEdgeframe::settings(int narg, char **arg)
       m_min_distance = utils::numeric(FLERR, value, false, lmp);
       if (!(m_min_distance >= 0.0)) error->all(FLERR, "pair_style edgeframe: min_distance must be >= 0 (got {})", value);
     } else {
-      error->all(FLERR, "pair_style edgeframe: unknown keyword '{}' (valid: precision, activations, edge_chunk, min_distance, fold_images, ghost_mode, timing)", key);
+      error->all(FLERR, "pair_style edgeframe: unknown keyword '{}' (valid: precision, activations, edge_chunk, memory_budget, min_distance, fold_images, ghost_mode, timing)", key);
     }
     iarg += 2;
   }
@@ -215,12 +219,26 @@ void PairEdgeframe::check_run_preconditions(bool need_newton)
   if (!m_potential) error->all(FLERR, "pair_style edgeframe: no pair_coeff given (pair_coeff * * <file> <elements>)");
 }
 
+void PairEdgeframe::log_activation_plan()
+{
+  if (comm->me != 0 || !m_evaluator || m_activations != "auto") return;    // the other modes' plans are fixed
+  const edgeframe::ActivationPlan &plan = m_evaluator->activation_plan();
+  if (plan.recompute.empty()) return;    // no step with forces yet
+  const std::string text = plan.describe();
+  if (text == m_plan_logged) return;
+  m_plan_logged = text;
+  utils::logmesg(lmp, "edgeframe activations {} on rank 0: {} (memory model's peak {:.3g} GB{})\n", m_activations, text,
+                 plan.predicted_bytes * 1e-9, plan.fits ? "" : ", over the budget even so: the step may run out of memory");
+}
+
 void PairEdgeframe::init_engine(bool need_newton)
 {
   check_run_preconditions(need_newton);
-  if (m_edge_chunk > 0 && !m_recompute_layers)
-    error->all(FLERR, "pair_style edgeframe: edge_chunk {} needs 'activations recompute' (kept activations are never chunked)",
-               m_edge_chunk);
+  if (m_edge_chunk > 0 && m_activations != "recompute")
+    error->all(FLERR, "pair_style edgeframe: edge_chunk {} needs 'activations recompute' (kept activations are never "
+                      "chunked; activations auto sizes its own chunks)", m_edge_chunk);
+  if (m_memory_budget_gb > 0.0 && m_activations != "auto")
+    error->all(FLERR, "pair_style edgeframe: memory_budget is for 'activations auto' (activations is {})", m_activations);
   if (m_precision == "tf32" && !edgeframe::tf32_available())
     error->all(FLERR, "pair_style edgeframe: precision tf32 needs the CUDA engine; this build ({}) supports fp64 and fp32",
                edgeframe::build_info().execution_space);
@@ -229,8 +247,12 @@ void PairEdgeframe::init_engine(bool need_newton)
     call_engine(error, Scope::ALL, FLERR, "pair_style edgeframe", [&] {
       edgeframe::EvaluatorOptions options;
       options.precision = edgeframe::parse_precision(m_precision);
-      options.recompute_layers = m_recompute_layers;
+      using Activations = edgeframe::EvaluatorOptions::Activations;
+      options.activations = m_activations == "keep"        ? Activations::keep
+                            : m_activations == "recompute" ? Activations::recompute
+                                                           : Activations::automatic;
       options.edge_chunk = m_edge_chunk;
+      options.memory_budget = m_memory_budget_gb * 1e9;
       m_evaluator = std::make_unique<edgeframe::Evaluator>(*m_potential, options);
     });
   }
@@ -337,9 +359,12 @@ void PairEdgeframe::print_model_block()
                  info.edgeframe_version, m_potential_file, elements, cfg.r_cut, cfg.lmax, cfg.mmax, cfg.channels,
                  cfg.hidden_channels, cfg.ffn_channels, cfg.layers, n_params, m_potential->dtype,
                  m_potential->trained_precision, m_precision,
-                 m_recompute_layers ? (m_edge_chunk > 0 ? fmt::format("recompute (edge chunks of {})", m_edge_chunk)
-                                                        : std::string("recompute"))
-                                    : std::string("keep"),
+                 m_activations == "recompute"
+                     ? (m_edge_chunk > 0 ? fmt::format("recompute (edge chunks of {})", m_edge_chunk) : m_activations)
+                 : m_activations == "auto"
+                     ? (m_memory_budget_gb > 0 ? fmt::format("auto (memory budget {:.4g} GB)", m_memory_budget_gb)
+                                               : std::string("auto (budget: the device's free memory; no limit on the host)"))
+                     : m_activations,
                  info.execution_space, info.kokkos_version,
                  info.torch_version);
 }
@@ -526,6 +551,7 @@ void PairEdgeframe::compute(int eflag, int vflag)
     Kokkos::fence("edgeframe::compute results to host");    // LAMMPS reads them on the host next
   });
   if (non_finite) report_non_finite(*non_finite, m_nodes.atom_of_node.data());
+  log_activation_plan();
   double t2 = platform::walltime();
   m_time_engine += t2 - t1;
 
@@ -727,16 +753,23 @@ void PairEdgeframe::finish()
                      "{:.4g} / {:.4g}\n",
                      d_sum[0] / p, d_max[0], d_sum[1] / p, d_max[1], d_sum[2] / p, d_max[2], d_sum[3] / p, d_max[3],
                      d_sum[4] / p, d_max[4], d_sum[5] / p, d_max[5]);
+    // GPU builds: the device memory the engine has used (tools/gate.py reads this line).
+    if (m_evaluator && edgeframe::Evaluator::torch_device_peak_bytes() > 0) {
+      const double torch_mib = edgeframe::Evaluator::torch_device_peak_bytes() / 1048576.0;
+      const double ws_mib = m_evaluator->workspace_bytes() / 1048576.0;
+      utils::logmesg(lmp, "edgeframe device memory on rank 0: peak {:.0f} MiB (LibTorch allocator peak {:.0f} MiB + "
+                          "Kokkos workspace {:.0f} MiB)\n", torch_mib + ws_mib, torch_mib, ws_mib);
+    }
     utils::logmesg(lmp,
                    "edgeframe graph per rank and force call ({}; mean / max over ranks): LAMMPS ghosts {:.1f} / {:.0f} | "
                    "nodes {:.1f} / {:.0f} | ghost nodes {:.1f} / {:.0f} | edges {:.1f} / {:.0f}\n",
                    m_folded ? "images folded" : (m_exchange ? "per-layer exchange" : "ghost shell"), g_sum[0] / p,
                    g_max[0], g_sum[1] / p, g_max[1], g_sum[2] / p, g_max[2], g_sum[3] / p, g_max[3]);
     if (m_timing_detail && m_exchange) print_exchange_split();
-    if (m_recompute_layers && m_evaluator)
-      utils::logmesg(lmp, "edgeframe activations recompute: {} edge parts (layers x edge chunks) run again in the backward "
+    if (m_evaluator && m_evaluator->layers_recomputed() > m_recomputed_at_init)
+      utils::logmesg(lmp, "edgeframe activations {}: {} edge parts (layers x edge chunks) run again in the backward "
                           "pass over {} force calls (rank 0)\n",
-                     m_evaluator->layers_recomputed() - m_recomputed_at_init, m_calls);
+                     m_activations, m_evaluator->layers_recomputed() - m_recomputed_at_init, m_calls);
   }
   if (m_timing_detail && m_calls > 1) print_split_after_first_call();    // collective
 }

@@ -48,8 +48,10 @@ class PairEdgeframe : public Pair {
 
  protected:
   std::string m_precision = "fp32";       // pair_style keyword precision
-  bool m_recompute_layers = false;        // keyword activations: keep | recompute (EvaluatorOptions)
+  std::string m_activations = "auto";     // keyword activations: auto | keep | recompute (EvaluatorOptions)
   int m_edge_chunk = 0;                   // keyword edge_chunk: edges per recomputed chunk, 0 = all
+  double m_memory_budget_gb = 0.0;        // keyword memory_budget: GB for auto, 0 = the device's free memory
+  std::string m_plan_logged;              // the activations plan last written to the log (rank 0)
   long m_recomputed_at_init = 0;          // the evaluator's layers_recomputed() when this run started
   double m_min_distance = 0.3;            // Angstrom, keyword min_distance (see doc/pair_style.md)
   bool m_fold_images = true;              // keyword fold_images: fold periodic images on one rank
@@ -96,6 +98,9 @@ class PairEdgeframe : public Pair {
   // the device path of /kk, whose folded graph puts every force on an owned atom).
   void check_run_preconditions(bool need_newton);
   void init_engine(bool need_newton = true);    // preconditions, evaluator, model block, per-run timers
+  // Rank 0: writes the evaluator's activations plan to the log when it changes (activations
+  // auto picks one per graph size; doc/pair_style.md).
+  void log_activation_plan();
   // Per-atom energy and virial (6 and centroid 9) of engine nodes onto LAMMPS atoms.
   void accumulate_per_atom(const edgeframe::Result &result, const int *atom_of_node, int n_nodes, int n_local);
   // A non-finite energy or force from the engine: error->one with the step and the atom ID

@@ -36,11 +36,17 @@ def case(tmp_path_factory):
 
 def test_engine_reads_the_case_file_and_matches_the_reference(request, case):
     bench = Path(request.config.getoption("--plugin")).resolve().parents[2] / "bench" / "edgeframe_bench"
-    args = argparse.Namespace(bench=str(bench), repeats=1, warmup=1, case_timeout=300)
-    for recompute in (False, True):    # the engine-fp64 and engine-fp64-recompute columns
-        r = gate.run_engine(args, case, "fp64", recompute=recompute)
+    args = argparse.Namespace(bench=str(bench), repeats=1, warmup=1, case_timeout=300, memory_budget=0)
+    # The engine-fp64-keep, engine-fp64-recompute and engine-fp64 (activations auto: on the host
+    # without a budget it keeps all) columns, then auto under a budget of 1 kB, which no plan
+    # meets: every layer recomputed in the smallest chunks.
+    for activations, budget, recomputed in (("keep", 0, False), ("recompute", 0, True), ("auto", 0, False),
+                                            ("auto", 1e-6, True)):
+        args.memory_budget = budget
+        r = gate.run_engine(args, case, "fp64", activations=activations)
         assert "error" not in r, r
-        assert r["recompute_layers"] == recompute
+        assert r["recompute_layers"] == recomputed, r
+        assert r["activations"] == ("keep" if not recomputed else "recompute all layers"), r
         assert r["n_atoms"] == case["n_atoms"] and r["n_edges"] == case["n_edges"]
         assert r["max_force_err_rel"] < 1e-10, r
         assert r["energy_err"] < 1e-10 * abs(case["ref"]["energy"]), r
@@ -74,6 +80,10 @@ def test_lammps_column_runs_and_times_force_calls(lammps, case):
     r = gate.run_lammps(args, case, "fp64", steps=3)
     assert "error" not in r, r
     assert r["steps"] == 3 and r["median_s"] > 0, r
+    # The column's force error: the last step's forces (write_dump, by atom ID) against the fp64
+    # reference; the data file's positions carry 12 decimals, hence not 1e-12.
+    assert r["forces_finite"] and r["max_force_err_rel"] < 1e-8, r
+    assert "peak_bytes" not in r, r    # device memory is reported by GPU builds only
     log = case["data"].with_suffix(".log").read_text()
     assert "edgeframe/kk: device-resident path" in log
 

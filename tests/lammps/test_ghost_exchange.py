@@ -337,9 +337,11 @@ def test_bad_ghost_mode_timing_and_activations_are_errors(lammps, tmp_path, smal
     atoms, boundary = structure("diamond64")
     for args, text in ((" ghost_mode fat", "unknown ghost_mode 'fat' (valid: exchange, shell)"),
                        (" timing verbose", "unknown timing 'verbose' (valid: basic, detail)"),
-                       (" activations drop", "unknown activations 'drop' (valid: keep, recompute)"),
+                       (" activations drop", "unknown activations 'drop' (valid: auto, keep, recompute)"),
                        (" edge_chunk -5", "edge_chunk must be >= 0 (got -5)"),
-                       (" edge_chunk 1000", "edge_chunk 1000 needs 'activations recompute'")):
+                       (" edge_chunk 1000", "edge_chunk 1000 needs 'activations recompute'"),
+                       (" memory_budget 0", "memory_budget must be > 0 GB (got 0)"),
+                       (" activations keep memory_budget 2", "memory_budget is for 'activations auto' (activations is keep)")):
         write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
         script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp64" + args, model=path, elements="C Cu",
                                      nktv2p=METAL_NKTV2P, pre="", extra="")

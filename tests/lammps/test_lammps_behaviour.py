@@ -177,6 +177,36 @@ run 20
     assert close(chunked[:, 1:], keep[:, 1:], rel=1e-11, floor=1e-11), np.abs(chunked - keep).max()
 
 
+def test_auto_activations_recompute_under_a_small_budget_and_match_keep(lammps, tmp_path, small_model):
+    # activations auto (the default) keeps everything on the host unless given a budget; under
+    # one no plan meets (1 kB) it recomputes every layer, says so in the log, and the energy and
+    # pressure are those of the kept run to fp64 rounding.
+    _, path = small_model
+    atoms, _ = structure("diamond64")
+    rows = {}
+    for style in (" activations keep", "", " memory_budget 0.000001"):
+        script = setup(tmp_path, atoms, path).replace("precision fp64", "precision fp64" + style) + """
+thermo_style custom step pe press
+thermo_modify format float %.15g
+run 0
+"""
+        run = lammps(script)
+        assert run.returncode == 0, run.output[-2000:]
+        rows[style] = np.array(thermo_table(run.output))
+        if style == " memory_budget 0.000001":
+            assert "activations auto (memory budget 1e-06 GB)" in run.output, run.output[-3000:]
+            assert "edgeframe activations auto on rank 0: recompute all layers (memory model's peak" in run.output
+            assert "over the budget even so" in run.output
+            assert "activations auto: 3 edge parts (layers x edge chunks) run again" in run.output
+        elif style == "":
+            assert "edgeframe activations auto on rank 0: keep (memory model's peak" in run.output, run.output[-3000:]
+            assert "run again in the backward" not in run.output
+        else:    # a fixed plan is not logged
+            assert "edgeframe activations keep on rank 0" not in run.output, run.output[-3000:]
+    assert close(rows[""][:, 1:], rows[" activations keep"][:, 1:], rel=1e-14, floor=1e-14)
+    assert close(rows[" memory_budget 0.000001"][:, 1:], rows[" activations keep"][:, 1:], rel=1e-11, floor=1e-11)
+
+
 def test_reissued_pair_style_takes_its_new_settings(lammps, tmp_path, small_model):
     # LAMMPS keeps the pair_coeff when pair_style names the same style again: the new keywords
     # must still take effect (a new evaluator), and the model block must say so.
@@ -191,7 +221,7 @@ run 0
 """
     run = lammps(script)
     assert run.returncode == 0, run.output[-2000:]
-    assert "precision fp64 | activations keep" in run.output and "precision fp32 | activations recompute" in run.output
+    assert "precision fp64 | activations auto" in run.output and "precision fp32 | activations recompute" in run.output
     assert "activations recompute: 3 edge parts (layers x edge chunks) run again in the backward pass over 1 force calls" \
         in run.output
     pe64, pe32 = [row[1] for row in thermo_table(run.output)]

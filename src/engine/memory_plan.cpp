@@ -1,0 +1,70 @@
+#include "memory_plan.hpp"
+
+#include <algorithm>
+
+namespace edgeframe {
+
+bool ActivationPlan::any_recomputed() const {
+  return std::any_of(recompute.begin(), recompute.end(), [](char r) { return r != 0; });
+}
+
+std::string ActivationPlan::describe() const {
+  if (!any_recomputed()) return "keep";
+  const std::string chunks = edge_chunk > 0 ? " in edge chunks of " + std::to_string(edge_chunk) : "";
+  if (std::all_of(recompute.begin(), recompute.end(), [](char r) { return r != 0; })) return "recompute all layers" + chunks;
+  std::string layers;
+  for (std::size_t t = 0; t < recompute.size(); ++t)
+    if (recompute[t]) layers += (layers.empty() ? "" : ",") + std::to_string(t);
+  return "recompute layers " + layers + chunks;
+}
+
+double predicted_peak(const MemoryModel& m, std::int64_t n_edges, std::int64_t n_nodes,
+                      const std::vector<char>& recompute, int edge_chunk) {
+  const double E = double(n_edges);
+  const double chunk = edge_chunk > 0 ? std::min(E, double(edge_chunk)) : E;
+  double below = 0, peak = 0;  // below: bytes per edge kept by the layers under t
+  for (std::size_t t = 0; t < m.kept_per_edge.size(); ++t) {
+    const bool again = t < recompute.size() && recompute[t];
+    peak = std::max(peak, E * below + (again ? chunk : E) * m.backward_per_edge[t]);
+    if (!again) below += m.kept_per_edge[t];
+  }
+  peak = std::max(peak, E * below);
+  return m.margin * (E * m.persistent_per_edge + double(n_nodes) * m.per_node + peak);
+}
+
+ActivationPlan plan_activations(const MemoryModel& m, std::int64_t n_edges, std::int64_t n_nodes, double budget) {
+  const std::size_t layers = m.kept_per_edge.size();
+  ActivationPlan plan;
+  plan.recompute.assign(layers, 0);
+  plan.predicted_bytes = predicted_peak(m, n_edges, n_nodes, plan.recompute, 0);
+  if (budget <= 0 || plan.predicted_bytes <= budget || n_edges == 0) return plan;
+  // One more recomputed layer at a time, all edges at once: the one that lowers the peak most
+  // (ties: the lower layer), until the plan fits or every layer is recomputed.
+  for (std::size_t added = 0; added < layers; ++added) {
+    std::size_t best = layers;
+    double best_peak = 0;
+    for (std::size_t t = 0; t < layers; ++t) {
+      if (plan.recompute[t]) continue;
+      plan.recompute[t] = 1;
+      const double p = predicted_peak(m, n_edges, n_nodes, plan.recompute, 0);
+      plan.recompute[t] = 0;
+      if (best == layers || p < best_peak) best = t, best_peak = p;
+    }
+    plan.recompute[best] = 1;
+    plan.predicted_bytes = best_peak;
+    if (best_peak <= budget) return plan;
+  }
+  // Every layer recomputed, and still over: edge chunks as large as the budget allows (with
+  // every layer recomputed the peak is fixed + chunk max_t backward_t), never below kMinEdgeChunk.
+  const double heaviest = *std::max_element(m.backward_per_edge.begin(), m.backward_per_edge.end());
+  const double fixed = m.margin * (double(n_edges) * m.persistent_per_edge + double(n_nodes) * m.per_node);
+  const double chunk = heaviest > 0 ? (budget - fixed) / (m.margin * heaviest) : double(n_edges);
+  const double smallest = std::min<double>(kMinEdgeChunk, double(n_edges));
+  const double edges = std::clamp(chunk, smallest, double(n_edges));
+  plan.edge_chunk = edges < double(n_edges) ? int(edges) : 0;  // 0: one chunk, all edges
+  plan.predicted_bytes = predicted_peak(m, n_edges, n_nodes, plan.recompute, plan.edge_chunk);
+  plan.fits = plan.predicted_bytes <= budget;
+  return plan;
+}
+
+}  // namespace edgeframe

@@ -1,0 +1,55 @@
+// How a force step holds what its backward pass needs, chosen against a memory budget
+// (EvaluatorOptions::activations = automatic, the default): keep every layer's per-edge
+// activations while the step's estimated peak fits the budget (fastest); else recompute the
+// edge parts of the fewest layers that make it fit, heaviest first; else recompute all of them in
+// edge chunks sized to fit. Plain arithmetic (no torch, no Kokkos) so that it can be tested
+// alone; the evaluator fills the model from its layers' shapes (evaluator.cpp memory_model).
+//
+// The model counts bytes per edge and per node. It is an estimate, checked against the torch
+// peak measured on the host (unit test MemoryPlan.ModelBoundsTheMeasuredPeak) and against the
+// H200's peaks (doc/engine.md "Activations and the memory budget"); it errs on the high side.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace edgeframe {
+
+struct MemoryModel {
+  // [layers] bytes per edge that layer t keeps from its forward for its backward pass, and that
+  // it holds while its backward runs (its kept activations, less those already consumed, plus
+  // the gradients and recomputed multipliers of the pack's backward: its peak).
+  std::vector<double> kept_per_edge, backward_per_edge;
+  double persistent_per_edge = 0;  // held through the step: geometry, band, graph, Kokkos workspace
+  double per_node = 0;             // node features and the node parts' activations, all layers
+  // Applied to the count: the H200's measured peaks (torch + workspace) lay 1-2 % above it
+  // (doc/engine.md "Activations and the memory budget"); the rest is room for what it misses.
+  double margin = 1.1;
+};
+
+struct ActivationPlan {
+  std::vector<char> recompute;  // [layers] 1: the layer's edge part runs again in the backward pass
+  int edge_chunk = 0;           // edges per recomputed chunk, 0: all edges at once
+  double predicted_bytes = 0;   // the model's peak for this plan
+  bool fits = true;             // predicted_bytes <= budget (false: the smallest plan tried, over it)
+  bool any_recomputed() const;
+  std::string describe() const;  // e.g. "keep", "recompute layers 1,2", "recompute all in chunks of 262144 edges"
+};
+
+// The model's peak for a plan. The backward pass runs from the last layer to the first: while
+// layer t's backward runs, the layers below it still hold what they keep and the layers above
+// have let theirs go; a recomputed layer holds one chunk's worth while its chunk runs again.
+// So: E persistent + N per_node + the largest of E sum_{s < t kept} kept_s + c_t backward_t
+// over t (c_t = E for a kept layer, the chunk for a recomputed one) and of E sum_{kept} kept_s
+// (the end of the forward pass).
+double predicted_peak(const MemoryModel& m, std::int64_t n_edges, std::int64_t n_nodes,
+                      const std::vector<char>& recompute, int edge_chunk);
+
+// The plan for a step of n_edges / n_nodes under budget bytes (<= 0: no limit, keep all).
+// Chunks are never smaller than kMinEdgeChunk edges: below that the plan is returned with
+// fits = false, and the caller says so (a step that does not fit would fail in an allocation).
+inline constexpr int kMinEdgeChunk = 4096;
+ActivationPlan plan_activations(const MemoryModel& m, std::int64_t n_edges, std::int64_t n_nodes, double budget);
+
+}  // namespace edgeframe
