@@ -107,8 +107,9 @@ do_build() {
   fi
   echo "== build: configure + compile ($(nproc) cores)"
   local t0=$SECONDS
+  # The plugin switch is passed both ways: a carried NO_LAMMPS build tree has OFF in its cache.
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$Kokkos_ROOT/bin/nvcc_wrapper" \
-    $([[ $no_lammps == 1 ]] && echo -DEDGEFRAME_BUILD_PLUGIN=OFF) \
+    -DEDGEFRAME_BUILD_PLUGIN=$([[ $no_lammps == 1 ]] && echo OFF || echo ON) \
     > "$OUT/build.log" 2>&1 && cmake --build "$build" -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} >> "$OUT/build.log" 2>&1 \
     || { grep -E "error|Error" "$OUT/build.log" | head -30; tail -15 "$OUT/build.log"; return 1; }
   echo "   built in $((SECONDS - t0)) s ($(grep -c "Building" "$OUT/build.log") compiles)"
