@@ -244,7 +244,7 @@ struct Evaluator::Impl {
   // its backward a layer also holds the pack's grad_u [E, u rows, 2C] and its recomputed
   // multipliers g [E, gate rows, 2C], and grad_rot and grad_g of the same shapes where the
   // kernel cannot write them over those (impl::pack_backward_in_place: host backends), once z and
-  // the messages are consumed. Held through the step: torch's band gradient and m = 0 band rows,
+  // the messages are consumed. Held through the step: torch's band gradients and m = 0 band rows,
   // the int64 recv / send / pair columns, and the Kokkos workspace (Workspace's slots, grown by
   // 1/8: edge vectors and dE/dr_e in double, band and its three derivatives, rbf and envelope
   // with their double derivatives; per node energies, forces, virials). Per node and layer: the
@@ -267,7 +267,9 @@ struct Evaluator::Impl {
     }
     const double band = kk::band_size(L, cfg.mmax), n_rbf = cfg.n_rbf;
     const double workspace_per_edge = 1.125 * (2 * 3 * 8.0 + 4.0 * band * vb + n_rbf * (vb + 8.0) + vb + 8.0);
-    m.persistent_per_edge = vb * (band + 2.0 * D) + 3.0 * 8.0 + workspace_per_edge;
+    // torch's band gradient: the sum autograd accumulates and the two parts each layer's backward
+    // adds to it (pack and unrotate); the m = 0 band rows of the first and last layers.
+    m.persistent_per_edge = vb * (3.0 * band + 2.0 * D) + 3.0 * 8.0 + workspace_per_edge;
     m.per_node = vb * cfg.layers * double(D) * (2.0 * C + cfg.ffn_channels) + 1.125 * (1 + 3 + 9) * 8.0;
     return m;
   }
