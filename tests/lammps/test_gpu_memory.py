@@ -4,7 +4,8 @@ what to change; no crash, no step integrated with missing forces (issue #5).
 Nothing is told to fail: a bcc Cu box of 31 250 atoms (2.0 million edges) with a random
 full-size L3 model in fp64 asks for several times the memory of any single GPU (the engine keeps
 about 0.2 MB of autograd activations per edge in fp64: doc/gpu-notes.md), so the device's own
-allocator refuses. Runs only where EDGEFRAME_KOKKOS_ARGS puts Kokkos on a GPU (`-k on g 1 ...`,
+allocator refuses. `activations keep` is named: the default (auto) would plan around the
+shortage by recomputing layers, and this test is about the error path. Runs only where EDGEFRAME_KOKKOS_ARGS puts Kokkos on a GPU (`-k on g 1 ...`,
 scripts/gpu_session.sh); on a CPU the same box would just take the host's memory and time.
 """
 import re
@@ -36,7 +37,7 @@ create_box 1 box
 create_atoms 1 box
 mass 1 63.546
 displace_atoms all random 0.02 0.02 0.02 4321 units box
-pair_style edgeframe precision fp64
+pair_style edgeframe precision fp64 activations keep
 pair_coeff * * {pot} Cu
 velocity all create 300 11
 fix 1 all nve
