@@ -481,13 +481,13 @@ void edge_frame_pack_forward(const Exec& exec, const EdgeFramePack<Exec, Real>& 
 // The per-edge half of the backward (grad_rot, grad_band, grad_g) in either loop order.
 template <class Exec, class Real>
 void edge_frame_pack_backward_edge(const Exec& exec, const EdgeFramePack<Exec, Real>& f, int n_edges,
-                                   LoopOrder order = default_loop_order<Exec>(), bool bounded = false) {
+                                   LoopOrder order = default_loop_order<Exec>()) {
   if (order == LoopOrder::rows) {
     Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge", team_policy<Exec, TagBackwardEdge>(exec, n_edges), f);
     return;
   }
   launch_edge_lanes<TagBackwardEdgeLanes, TagBackwardEdgeWarp, TagBackwardEdgeWarpDegree>(
-      "edgeframe::edge_frame_pack_backward_edge", exec, f, n_edges, order, bounded);
+      "edgeframe::edge_frame_pack_backward_edge", exec, f, n_edges, order);
 }
 
 // Whether the backward-edge pass of this order may write its outputs over its inputs, grad_rot

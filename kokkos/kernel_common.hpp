@@ -153,22 +153,14 @@ inline constexpr int kWarpLanes = 32;  // a CUDA warp: the vector length of the 
 // per thread, channels on its vector lanes (a warp each on a GPU); the warp reduce-scatter form
 // TagWarp where warp_edge_kernels says so (TagWarpDegree in the degree order), else TagLanes.
 // f: a functor with n_edges and edges_per_team (set here on a copy).
-// bounded (A/B only, the degree order's warp form): a launch bound of kBoundedBlocksPerSM blocks
-// of the team's threads per multiprocessor, which caps the registers per thread (ptxas: pack
-// backward-edge 124 -> 80, with spills) for more resident warps.
-inline constexpr int kBoundedBlocksPerSM = 6;
 template <class TagLanes, class TagWarp, class TagWarpDegree = TagWarp, class Exec, class F>
-void launch_edge_lanes(const char* label, const Exec& exec, F f, int n_edges, LoopOrder order, bool bounded = false) {
+void launch_edge_lanes(const char* label, const Exec& exec, F f, int n_edges, LoopOrder order) {
   f.n_edges = n_edges;
   f.edges_per_team = lanes_edges_per_team<Exec>();
   const int league = (n_edges + f.edges_per_team - 1) / f.edges_per_team;
   if constexpr (lanes_vector_length<Exec>() == kWarpLanes) {  // the warp form needs whole warps
     if (warp_edge_kernels<Exec>(order)) {
-      constexpr int team_threads = lanes_edges_per_team<Exec>() * kWarpLanes;
-      using Bounds = Kokkos::LaunchBounds<team_threads, kBoundedBlocksPerSM>;
-      if (degree_order(order) && bounded)
-        Kokkos::parallel_for(label, Kokkos::TeamPolicy<Exec, TagWarpDegree, Bounds>(exec, league, f.edges_per_team, kWarpLanes), f);
-      else if (degree_order(order))
+      if (degree_order(order))
         Kokkos::parallel_for(label, Kokkos::TeamPolicy<Exec, TagWarpDegree>(exec, league, f.edges_per_team, kWarpLanes), f);
       else
         Kokkos::parallel_for(label, Kokkos::TeamPolicy<Exec, TagWarp>(exec, league, f.edges_per_team, kWarpLanes), f);

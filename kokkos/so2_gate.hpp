@@ -43,18 +43,12 @@ struct So2Gate {
   // compute precision Real (float in fp32 / tf32 mode: within an ulp or two of the float the
   // stored sigmoid would be). In double they made the kernel issue-bound on the GPU (ncu,
   // 2026-11-30k call 6: SM 69-80 % busy, DRAM 40-48 %); the products stay in double.
-  // sigmoid_in_double: the previous kernel's double sigmoids, for an A/B of one build only
-  // (EDGEFRAME_GATE_SIGMOID_DOUBLE=1, ops.cpp); a uniform branch.
-  bool sigmoid_in_double = false;
-  KOKKOS_INLINE_FUNCTION double sigmoid(Real v) const {
-    if (sigmoid_in_double) return 1.0 / (1.0 + Kokkos::exp(-double(v)));
-    return double(Real(1) / (Real(1) + Kokkos::exp(-v)));
-  }
+  KOKKOS_INLINE_FUNCTION static Real sigmoid(Real v) { return Real(1) / (Real(1) + Kokkos::exp(-v)); }
   KOKKOS_INLINE_FUNCTION double s0_at(int e, int c) const {
-    return sig0.extent(0) ? double(sig0(e, c)) : sigmoid(z(e, c));
+    return sig0.extent(0) ? double(sig0(e, c)) : double(sigmoid(z(e, c)));
   }
   KOKKOS_INLINE_FUNCTION double gate_at(int e, int l, int c) const {
-    return sig.extent(0) ? double(sig(e, (l - 1) * channels + c)) : sigmoid(z(e, (lmax + l) * channels + c));
+    return sig.extent(0) ? double(sig(e, (l - 1) * channels + c)) : double(sigmoid(z(e, (lmax + l) * channels + c)));
   }
   // Packed rows of degree l >= 1: (l, 0), then (l, +m) and (l, -m) for m = 1..min(l, mmax).
   // Looping degree by degree keeps each gate in a register: per-degree arrays indexed by a

@@ -11,10 +11,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-COLUMNS = ["eager", "compile", "compile-tf32", "engine-fp32", "engine-tf32", "engine-tf32-graph", "engine-b-tf32",
+COLUMNS = ["eager", "compile", "compile-tf32", "engine-fp32", "engine-tf32", "engine-tf32-keep", "engine-tf32-graph", "engine-b-tf32",
            "lammps-fp32", "lammps-tf32"]
 COLORS = {"eager": "#999999", "compile": "#555555", "compile-tf32": "#333333", "engine-fp32": "#1f77b4", "engine-tf32": "#17becf",
-          "engine-tf32-graph": "#9edae5", "engine-b-tf32": "#c5b0d5",
+          "engine-tf32-keep": "#0b5d66", "engine-tf32-graph": "#9edae5", "engine-b-tf32": "#c5b0d5",
           "lammps-fp32": "#2ca02c", "lammps-tf32": "#98df8a"}
 
 

@@ -220,9 +220,7 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
     f.grad_band = bridge::view2<Real>(grad_band, "grad band");
     f.grad_g = bridge::view3<Real>(grad_g, "grad g");
     const Exec exec = bridge::exec_instance();
-    // EDGEFRAME_PACK_BWD_BOUNDED=1: the kernel under a launch bound (kernel_common.hpp), A/B only.
-    static const bool bounded = env_is_one("EDGEFRAME_PACK_BWD_BOUNDED");
-    kk::edge_frame_pack_backward_edge(exec, f, E, s.loop_order, bounded);
+    kk::edge_frame_pack_backward_edge(exec, f, E, s.loop_order);
     fence_for_torch(exec);
     const Tensor grad_a = grad_g.view({E, w.size(0)}).mm(w);  // explicit width: E may be 0
     // The node pass reads only grad_rot, band and n: g and grad_g go back to the allocator
@@ -387,10 +385,6 @@ kk::So2Gate<Exec, Real> gate_functor(const Tensor& z, const std::pair<Tensor, Te
   f.lmax = lmax;
   f.mmax = mmax;
   f.channels = channels;
-  // EDGEFRAME_GATE_SIGMOID_DOUBLE=1: the devices' sigmoids in double, as before they were made
-  // in the compute precision; for an A/B of one build only.
-  static const bool double_sigmoids = env_is_one("EDGEFRAME_GATE_SIGMOID_DOUBLE");
-  f.sigmoid_in_double = double_sigmoids;
   return f;
 }
 

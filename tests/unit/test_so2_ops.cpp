@@ -105,7 +105,7 @@ TEST(So2Gate, RowsWiderThanTheHostBufferMatchToo) {
 // double (against the torch chain to 1e-14) and in float (sigmoids in float: to a few float
 // ulps of the double torch chain, the fp32 cases' 2e-6 above).
 template <class Real>
-void check_kernel_sigmoids(double tolerance, bool sigmoid_in_double = false) {
+void check_kernel_sigmoids(double tolerance) {
   constexpr int E = 7, C = 20;
   const Exec exec = bridge::exec_instance();
   const auto dtype = std::is_same_v<Real, float> ? torch::kFloat32 : torch::kFloat64;
@@ -128,7 +128,6 @@ void check_kernel_sigmoids(double tolerance, bool sigmoid_in_double = false) {
     f.lmax = L;
     f.mmax = M;
     f.channels = C;
-    f.sigmoid_in_double = sigmoid_in_double;
     ASSERT_EQ(f.sig0.extent(0), 0u);
     kk::so2_gate_forward(exec, f, E);
     kk::so2_gate_backward(exec, f, E);
@@ -141,9 +140,6 @@ void check_kernel_sigmoids(double tolerance, bool sigmoid_in_double = false) {
 TEST(So2Gate, SigmoidsComputedInTheKernelMatchToo) {
   check_kernel_sigmoids<double>(1e-14);
   check_kernel_sigmoids<float>(2e-6);
-  // The A/B switch EDGEFRAME_GATE_SIGMOID_DOUBLE=1 (the earlier kernel): float storage, double
-  // sigmoids, within the rounding of z and of the float outputs.
-  check_kernel_sigmoids<float>(2e-6, true);
 }
 
 // ---- so2_linear ----------------------------------------------------------------------------
