@@ -131,7 +131,10 @@ def run_engine(args, c, precision, activations="auto", bench=None, env=None, cud
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")), None)
     if line is None:
         return dict(error=f"exit {p.returncode}: {(p.stderr.strip().splitlines() or ['no output'])[-1][:300]}")
-    r = json.loads(line[7:])
+    try:
+        r = json.loads(line[7:])
+    except json.JSONDecodeError:    # a bench built before its error text was escaped for JSON
+        return dict(error=f"exit {p.returncode}: {line[7:][:300]}")
     if "error" in r:
         return r
     f = np.fromfile(forces, dtype="<f8").reshape(-1, 3)

@@ -3,7 +3,7 @@
 # the largest box that fits. Diamond 830 584 atoms L2 tf32 (47^3 cells, ~72 M edges), every layer
 # recomputed in chunks of 500 000 edges (given by hand: at this size auto's count of the fixed part,
 # 13 % above the measured one at 681 472 atoms, leaves it no room), no reference. Call 2's bench
-# binary as built (as in call 6).
+# binary as built (as in call 6). Run twice: the first run's gate.py could not parse the bench's error line.
 set -u
 T0=$SECONDS
 R=$OUT/r; mkdir -p $R
