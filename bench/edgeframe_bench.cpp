@@ -400,6 +400,19 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
   return 0;
 }
 
+// `text` as the inside of a JSON string: torch's CUDA out-of-memory message has quotes and
+// newlines (seen on the H200, 2026-12-01 call 7: tools/gate.py could not read the line).
+std::string json_escaped(const std::string& text) {
+  std::string out;
+  for (const char ch : text) {
+    if (ch == '"' || ch == '\\') out += '\\', out += ch;
+    else if (ch == '\n') out += "\\n";
+    else if (static_cast<unsigned char>(ch) < 0x20) out += ' ';
+    else out += ch;
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -476,7 +489,7 @@ int main(int argc, char** argv) {
     try {
       return run_case_mode(case_path, potential_path, options, reps, warmup, forces_out);
     } catch (const std::exception& e) {
-      std::printf("RESULT {\"error\": \"%s\"}\n", e.what());
+      std::printf("RESULT {\"error\": \"%s\"}\n", json_escaped(e.what()).c_str());
       return 1;
     }
   }

@@ -52,6 +52,16 @@ def test_engine_reads_the_case_file_and_matches_the_reference(request, case):
         assert r["energy_err"] < 1e-10 * abs(case["ref"]["energy"]), r
 
 
+def test_a_failing_engine_column_reports_the_benchs_error(request, case, tmp_path):
+    # The bench's error line is JSON even when the message has quotes (a path here; torch's CUDA
+    # out-of-memory text on the H200): the column then carries that message.
+    bench = Path(request.config.getoption("--plugin")).resolve().parents[2] / "bench" / "edgeframe_bench"
+    args = argparse.Namespace(bench=str(bench), repeats=1, warmup=1, case_timeout=300, memory_budget=0)
+    missing = tmp_path / 'no "such" model.safetensors'
+    r = gate.run_engine(args, dict(case, potential=missing), "fp64")
+    assert "error" in r and 'no "such" model' in r["error"], r
+
+
 def test_lammps_data_file_gives_the_reference_energy(lammps, case):
     run = lammps(f"""
         units metal
