@@ -2,7 +2,9 @@
 bench/edgeframe_bench --case (same edges, same model) and the engine reproduces the fp64
 reference; its LAMMPS data file gives LAMMPS the same energy. The GPU gate trusts both."""
 import argparse
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -60,6 +62,11 @@ def test_a_failing_engine_column_reports_the_benchs_error(request, case, tmp_pat
     missing = tmp_path / 'no "such" model.safetensors'
     r = gate.run_engine(args, dict(case, potential=missing), "fp64")
     assert "error" in r and 'no "such" model' in r["error"], r
+    # The bench's own line parses as JSON (gate.py would also pass on an unparsable one).
+    p = subprocess.run([str(bench), "--case", str(case["case"]), "--potential", str(missing)],
+                       capture_output=True, text=True, timeout=300)
+    line = next(ln for ln in p.stdout.splitlines() if ln.startswith("RESULT "))
+    assert 'no "such" model' in json.loads(line[7:])["error"], line
 
 
 def test_lammps_data_file_gives_the_reference_energy(lammps, case):
