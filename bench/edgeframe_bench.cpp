@@ -336,13 +336,6 @@ DeviceCase upload(const CaseData& c) {
 
 // Bytes the engine holds at its peak: torch's allocator peak (reset before the timed steps)
 // plus the Kokkos workspace and graph, which torch does not see.
-std::size_t torch_peak_bytes() {
-#ifdef KOKKOS_ENABLE_CUDA
-  return c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[0].peak;
-#else
-  return 0;
-#endif
-}
 void torch_reset_peak() {
 #ifdef KOKKOS_ENABLE_CUDA
   c10::cuda::CUDACachingAllocator::resetPeakStats(0);
@@ -378,7 +371,7 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
     times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
   const std::size_t graph_bytes = std::size_t(E) * (4 * 3 + 24) + std::size_t(N + 1) * 8;
-  const std::size_t peak = torch_peak_bytes() + ev.workspace_bytes() + graph_bytes;
+  const std::size_t peak = Evaluator::torch_device_peak_bytes() + ev.workspace_bytes() + graph_bytes;
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
@@ -395,7 +388,7 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
               "\"torch_peak_bytes\": %zu, \"workspace_bytes\": %zu, \"energy\": %.12e, \"cuda_graph_captures\": %ld, "
               "\"cuda_graph_replays\": %ld}\n",
               Exec::name(), to_string(prec).c_str(), plan.any_recomputed() ? "true" : "false", plan.describe().c_str(),
-              plan.predicted_bytes, options.memory_budget, N, E, median, ts.c_str(), graph_s, peak, torch_peak_bytes(),
+              plan.predicted_bytes, options.memory_budget, N, E, median, ts.c_str(), graph_s, peak, Evaluator::torch_device_peak_bytes(),
               ev.workspace_bytes(), res.energy, ev.cuda_graph_captures(), ev.cuda_graph_replays());
   return 0;
 }

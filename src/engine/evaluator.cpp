@@ -88,6 +88,16 @@ class Tf32Scope {
   bool m_prev;
 };
 
+#ifdef KOKKOS_ENABLE_CUDA
+// One counter of torch's caching allocator on the current device, over all its pools (current,
+// peak, ...): what the memory budget and the reported peak read.
+using TorchStats = c10::CachingDeviceAllocator::DeviceStats;
+c10::CachingAllocator::Stat torch_pool_bytes(c10::CachingAllocator::StatArray TorchStats::*counter) {
+  const TorchStats stats = c10::cuda::CUDACachingAllocator::getDeviceStats(c10::cuda::current_device());
+  return (stats.*counter)[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+}
+#endif
+
 struct LayerWeights {
   Tensor norm_scale;                 // [L+1, C]
   Tensor rad_w0_rbf, rad_w1, rad_b1, rad_w2, rad_b2;
@@ -281,9 +291,8 @@ struct Evaluator::Impl {
 #ifdef KOKKOS_ENABLE_CUDA
     std::size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return 0;
-    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(c10::cuda::current_device());
-    const auto all = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
-    const double pool_unused = double(stats.reserved_bytes[all].current - stats.allocated_bytes[all].current);
+    const double pool_unused = double(torch_pool_bytes(&TorchStats::reserved_bytes).current -
+                                      torch_pool_bytes(&TorchStats::allocated_bytes).current);
     return 0.95 * (double(free_bytes) + pool_unused);
 #else
     return 0;
@@ -291,9 +300,9 @@ struct Evaluator::Impl {
   }
 
   // The plan for a step of this graph (forces wanted): fixed by the options, or automatic's
-  // choice, made again when the graph's size changes.
+  // choice; made again when the graph's size changes (and with it the predicted bytes).
   const ActivationPlan& plan_for(std::int64_t E, std::int64_t N) {
-    if (E == plan_edges && N == plan_nodes && activations == EvaluatorOptions::Activations::automatic) return plan;
+    if (E == plan_edges && N == plan_nodes) return plan;
     plan = ActivationPlan{};
     plan.recompute.assign(cfg.layers, activations == EvaluatorOptions::Activations::recompute ? 1 : 0);
     plan.edge_chunk = activations == EvaluatorOptions::Activations::recompute ? edge_chunk : 0;
@@ -472,8 +481,7 @@ std::size_t Evaluator::workspace_allocations() const { return m_impl->workspace.
 std::size_t Evaluator::workspace_bytes() const { return m_impl->workspace.bytes(); }
 std::size_t Evaluator::torch_device_peak_bytes() {
 #ifdef KOKKOS_ENABLE_CUDA
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(c10::cuda::current_device());
-  return std::size_t(stats.allocated_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak);
+  return std::size_t(torch_pool_bytes(&TorchStats::allocated_bytes).peak);
 #else
   return 0;
 #endif

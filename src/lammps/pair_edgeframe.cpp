@@ -754,8 +754,9 @@ void PairEdgeframe::finish()
                      d_sum[0] / p, d_max[0], d_sum[1] / p, d_max[1], d_sum[2] / p, d_max[2], d_sum[3] / p, d_max[3],
                      d_sum[4] / p, d_max[4], d_sum[5] / p, d_max[5]);
     // GPU builds: the device memory the engine has used (tools/gate.py reads this line).
-    if (m_evaluator && edgeframe::Evaluator::torch_device_peak_bytes() > 0) {
-      const double torch_mib = edgeframe::Evaluator::torch_device_peak_bytes() / 1048576.0;
+    const std::size_t torch_peak = edgeframe::Evaluator::torch_device_peak_bytes();
+    if (m_evaluator && torch_peak > 0) {
+      const double torch_mib = torch_peak / 1048576.0;
       const double ws_mib = m_evaluator->workspace_bytes() / 1048576.0;
       utils::logmesg(lmp, "edgeframe device memory on rank 0: peak {:.0f} MiB (LibTorch allocator peak {:.0f} MiB + "
                           "Kokkos workspace {:.0f} MiB)\n", torch_mib + ws_mib, torch_mib, ws_mib);

@@ -36,8 +36,13 @@ def case(tmp_path_factory):
     return gate.build_case("bcc", 54, "L2", tmp_path_factory.mktemp("gate"), **SMALL)
 
 
-def test_engine_reads_the_case_file_and_matches_the_reference(request, case):
-    bench = Path(request.config.getoption("--plugin")).resolve().parents[2] / "bench" / "edgeframe_bench"
+@pytest.fixture(scope="module")
+def bench(request):
+    """bench/edgeframe_bench of the build the plugin under test comes from."""
+    return Path(request.config.getoption("--plugin")).resolve().parents[2] / "bench" / "edgeframe_bench"
+
+
+def test_engine_reads_the_case_file_and_matches_the_reference(bench, case):
     args = argparse.Namespace(bench=str(bench), repeats=1, warmup=1, case_timeout=300, memory_budget=0)
     # The engine-fp64-keep, engine-fp64-recompute and engine-fp64 (activations auto: on the host
     # without a budget it keeps all) columns, then auto under a budget of 1 kB, which no plan
@@ -54,10 +59,9 @@ def test_engine_reads_the_case_file_and_matches_the_reference(request, case):
         assert r["energy_err"] < 1e-10 * abs(case["ref"]["energy"]), r
 
 
-def test_a_failing_engine_column_reports_the_benchs_error(request, case, tmp_path):
+def test_a_failing_engine_column_reports_the_benchs_error(bench, case, tmp_path):
     # The bench's error line is JSON even when the message has quotes (a path here; torch's CUDA
     # out-of-memory text on the H200): the column then carries that message.
-    bench = Path(request.config.getoption("--plugin")).resolve().parents[2] / "bench" / "edgeframe_bench"
     args = argparse.Namespace(bench=str(bench), repeats=1, warmup=1, case_timeout=300, memory_budget=0)
     missing = tmp_path / 'no "such" model.safetensors'
     r = gate.run_engine(args, dict(case, potential=missing), "fp64")
