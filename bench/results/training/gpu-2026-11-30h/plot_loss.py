@@ -4,7 +4,7 @@ and loss.png did not come back). The log has every 5th epoch line of each run (a
 the last epoch where it fell on a multiple of 5); the last point of C-cont-e20-lr2 (epoch 29) is
 the summary's final validation evaluation of the written file, which has no loss value.
 
-    $EDGEFRAME_PYTHON doc/training/gpu-2026-11-30h/plot_loss.py doc/training/gpu-2026-11-30h/train.log /tmp/C-v7-loss.png
+    $EDGEFRAME_PYTHON bench/results/training/gpu-2026-11-30h/plot_loss.py bench/results/training/gpu-2026-11-30h/train.log /tmp/C-v7-loss.png
 
 (It drew doc/training-C-loss.png while v7 was shipped; that file is v8's own loss plot now, so
 write v7's somewhere else.)
