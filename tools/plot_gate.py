@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plot a gate run (tools/gate.py's gate.json): step time and peak memory per column, per case.
 
-    python3 tools/plot_gate.py doc/benchmarks/h200_2026-11-30/gate.json doc/gate-h200.png
+    python3 tools/plot_gate.py bench/results/h200_2026-12-01/gate-merged-calls1-4.json doc/gate-h200.png
 """
 import json
 import sys

@@ -3,8 +3,8 @@
 left, atom-steps/s per case; right, each case's time per force call split as pair_style
 edgeframe's `timing detail` reports it (the slower rank's time per part).
 
-    python3 tools/plot_scaling.py doc/benchmarks/h200_2026-11-30c/scaling.md \
-        doc/benchmarks/h200_2026-11-30c/scaling-logs.tar.xz doc/scaling-h200.png
+    python3 tools/plot_scaling.py bench/results/h200_2026-11-30c/scaling.md \
+        bench/results/h200_2026-11-30c/scaling-logs.tar.xz scaling.png
 
 Also reads bench/gpu_exchange_ab.sh's table and logs (variants side by side: cases are named
 "<variant> <case>", e.g. "direct strong-r24-2gpu"; VARIANTS=direct,... keeps only those and the

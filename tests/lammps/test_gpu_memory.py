@@ -3,7 +3,7 @@ what to change; no crash, no step integrated with missing forces (issue #5).
 
 Nothing is told to fail: a bcc Cu box of 31 250 atoms (2.0 million edges) with a random
 full-size L3 model in fp64 asks for several times the memory of any single GPU (the engine keeps
-about 0.2 MB of autograd activations per edge in fp64: doc/gpu-notes.md), so the device's own
+about 0.2 MB of autograd activations per edge in fp64: bench/results/gpu-notes-log.md), so the device's own
 allocator refuses. `activations keep` is named: the default (auto) would plan around the
 shortage by recomputing layers, and this test is about the error path. Runs only where EDGEFRAME_KOKKOS_ARGS puts Kokkos on a GPU (`-k on g 1 ...`,
 scripts/gpu_session.sh); on a CPU the same box would just take the host's memory and time.
