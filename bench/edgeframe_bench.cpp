@@ -69,9 +69,8 @@ KernelTimes g_times;
 // the step, which is why the step time is measured in a separate pass without callbacks.
 // "Without callbacks" must mean none registered: Kokkos itself calls Kokkos::fence() before
 // every callback of a registered tool (tool_requirements.requires_global_fencing, true unless a
-// tool says otherwise), whatever the callback does. Until 2026-11-30j the callbacks stayed
-// registered for the whole run, so every "unfenced" step and every gate engine column had two
-// device-wide fences around each Kokkos launch (doc/benchmarks.md "Tenth run").
+// tool says otherwise), whatever the callback does: callbacks left registered for the whole run
+// would put two device-wide fences around each Kokkos launch of every "unfenced" step.
 void fence_if_device() {
   if constexpr (!std::is_same_v<Exec::memory_space, Kokkos::HostSpace>) Kokkos::fence("edgeframe_bench: profile");
 }
@@ -219,8 +218,7 @@ std::map<std::string, Cost> kernel_costs(const ModelConfig& c, double E, double 
       return std::array<double, 5>{double(kk::band_size(l_, m_)), double(kk::band_rows(l_, m_)),
                                    double(kk::gate_rows(l_, m_)), double(kk::n_coeffs(l_)), rot_macs};
     };
-    // if / else, not nested conditionals: nvcc 13.0's front end crashed on such a choice once
-    // (doc/gpu-notes.md, eleventh session).
+    // if / else, not nested conditionals: nvcc 13.0's front end crashed on such a choice.
     std::array<double, 5> pack = part(L, M), unrot = part(L, M);
     if (first) {
       pack = part(0, M);
@@ -394,7 +392,7 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
 }
 
 // `text` as the inside of a JSON string: torch's CUDA out-of-memory message has quotes and
-// newlines (seen on the H200, 2026-12-01 call 7: tools/gate.py could not read the line).
+// newlines (tools/gate.py could not read the line; tests/lammps/test_gate_tool.py checks it).
 std::string json_escaped(const std::string& text) {
   std::string out;
   for (const char ch : text) {
@@ -545,9 +543,9 @@ int main(int argc, char** argv) {
       std::printf("  %-46s %10.2f %6.1f%%\n", "LibTorch + glue (step - kernels)", 1e3 * (step - kernels),
                   100 * (step - kernels) / step);
       if (torch_profile)
-        bench::profile_steps(reps, unfenced, [&] { ev.compute(graph, x, what); },
+        profiling::profile_steps(reps, unfenced, [&] { ev.compute(graph, x, what); },
                              trace_path.empty() ? "" : trace_path + "." + shape + "." + std::to_string(nc) + ".json");
-      if (memory_profile) bench::memory_profile([&] { ev.compute(graph, x, what); }, E, real);
+      if (memory_profile) profiling::memory_profile([&] { ev.compute(graph, x, what); }, E, real);
     }
   }
   return 0;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Per-layer exchange vs ghost shell on the diamond example system (doc/benchmarks.md, "Per-layer
+# Per-layer exchange vs ghost shell on the diamond example system (bench/results/benchmarks-log.md, "Per-layer
 # exchange vs ghost shell (CPU)"): for each rank count, runs bench/in.ghost_modes in both ghost
 # modes and prints the predicted and measured graph per rank and the timing lines.
 # usage: bench/ghost_modes.sh [reps] [steps] [grids...]   (default: 6 10 "2 1 1" "2 2 1")

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Exchange variants side by side on two GPUs (issue #8), one table: each variant runs
 # bench/gpu_scaling.sh's 2-GPU cases (strong at 32 768 and 110 592 atoms, weak 65 536) with its
-# environment, in one call, after one 1-GPU baseline per size. Variants (default all):
+# pair_style keywords (SCALING_EXCHANGE), in one call, after one 1-GPU baseline per size. Variants (default all):
 #   lammps   - LAMMPS' swaps (self swaps skipped), the measured default of 2026-11-30e
-#   direct   - EDGEFRAME_EXCHANGE_MPI=direct (the exchange's own MPI swaps from pinned buffers)
+#   direct   - exchange_swaps direct (the exchange's own MPI swaps from pinned buffers)
 #   pe8      - LAMMPS' swaps, each rank bound to 8 cores, 8 threads for the host copies
-#   ipc      - direct swaps over CUDA IPC (EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc: device to device)
+#   ipc      - direct swaps over CUDA IPC (exchange_transport cuda-ipc: device to device)
 # usage (from scripts/gpu_session.sh's environment, or with lmp and the plugin on PATH):
 #   bench/gpu_exchange_ab.sh OUTDIR [steps] [variants...]
 # OpenMPI settings: SCALING_MPI_ENV (a file to source, e.g. the mpi step's mpi-best.env).
@@ -22,14 +22,14 @@ mkdir -p "$out"
 # shellcheck disable=SC1090
 [[ -n ${SCALING_MPI_ENV:-} ]] && source "$SCALING_MPI_ENV"
 status=0
-one() {    # variant dir cases: one gpu_scaling.sh run with the variant's environment
+one() {    # variant dir cases: one gpu_scaling.sh run with the variant's pair_style keywords
   local v=$1 dir=$2 cases=$3
-  local env=(EDGEFRAME_EXCHANGE_MPI=lammps)
+  local env=("SCALING_EXCHANGE=exchange_swaps lammps")
   case $v in
     lammps) ;;
-    direct) env=(EDGEFRAME_EXCHANGE_MPI=direct) ;;
-    pe8) env+=(EDGEFRAME_EXCHANGE_THREADS=8 "SCALING_MPIRUN_ARGS=--map-by slot:PE=8 --report-bindings") ;;
-    ipc) env=(EDGEFRAME_EXCHANGE_MPI=direct EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc) ;;
+    direct) env=("SCALING_EXCHANGE=exchange_swaps direct") ;;
+    pe8) env=("SCALING_EXCHANGE=exchange_swaps lammps exchange_threads 8" "SCALING_MPIRUN_ARGS=--map-by slot:PE=8 --report-bindings") ;;
+    ipc) env=("SCALING_EXCHANGE=exchange_swaps direct exchange_transport cuda-ipc") ;;
     baseline) ;;
     *) echo "gpu_exchange_ab: unknown variant '$v' (valid: lammps direct pe8 ipc)"; return 2 ;;
   esac

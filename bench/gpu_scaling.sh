@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One GPU vs two (issue #8, doc/benchmarks.md "2 x H200 scaling"): diamond with the shipped carbon
+# One GPU vs two (issue #8, doc/performance.md "Two H200s: scaling"): diamond with the shipped carbon
 # potential (bench/in.ghost_modes, fp32, per-layer exchange), LAMMPS-KOKKOS on CUDA.
 #   strong scaling: the same box on 1 and on 2 GPUs (mpirun -np 2, -k on g 2)
 #   weak scaling:   a box of twice the atoms on 2 GPUs against the base box on 1
@@ -7,6 +7,7 @@
 #   bench/gpu_scaling.sh OUTDIR [steps] [reps...]      (default: 20 steps, reps 16 24)
 #   SCALING_CASES=REGEX runs only the cases whose names match (e.g. '^strong-r24-2gpu$').
 #   SCALING_MPIRUN_ARGS="..." adds mpirun options (e.g. "--map-by slot:PE=8 --report-bindings").
+#   SCALING_EXCHANGE="..." adds pair_style keywords (e.g. "exchange_swaps direct").
 # SCALING_ON_CPU=1 runs the same commands with Kokkos OpenMP (to try the script without GPUs).
 # reps r gives 8 r^3 atoms (16: 32 768, 24: 110 592); the weak case stacks 2 r cells along z.
 # One rank on one GPU runs edgeframe/kk's device-resident path; two ranks run the host-data path
@@ -14,7 +15,7 @@
 # host-data path, periodic images as ghosts) is printed too: it separates path from scaling. Since the
 # 2026-11-30 measurements that 1-rank row takes LAMMPS-KOKKOS' device communication (one rank keeps pair
 # communication on the device) while the 2-rank rows stage through the host (no CUDA-aware MPI);
-# EDGEFRAME_DEVICE_COMM=0 gives it the staged path of those measurements.
+# SCALING_EXCHANGE="device_comm no" gives it the staged path of those measurements.
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out=${1:?usage: bench/gpu_scaling.sh OUTDIR [steps] [reps...]}; shift
@@ -34,7 +35,8 @@ run() {    # name ranks reps zreps fold
   # newton on, which LAMMPS-KOKKOS on GPUs turns off by default (seen on the H200, 2026-11-30).
   [[ $fold == no ]] && kk+=(-pk kokkos newton on neigh half)
   local cmd=(lmp "${kk[@]}" -sf kk -in bench/in.ghost_modes -log "$log" -screen none
-             -var plugin "$plugin" -var reps "$reps" -var zreps "$zreps" -var steps "$steps" -var fold "$fold")
+             -var plugin "$plugin" -var reps "$reps" -var zreps "$zreps" -var steps "$steps" -var fold "$fold"
+             -var exchange "${SCALING_EXCHANGE:-exchange_swaps auto}")
   # shellcheck disable=SC2206
   [[ $np -gt 1 ]] && cmd=(mpirun --allow-run-as-root --oversubscribe ${SCALING_MPIRUN_ARGS:-} -np "$np" "${cmd[@]}")
   local t0=$SECONDS

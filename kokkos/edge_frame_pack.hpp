@@ -2,10 +2,11 @@
 // the edge frame with the band, pack by m and apply the radial multipliers (doc/model.md 3b-c):
 //   u[e, packed_row(l, m), c] = g[e, gate_row(l, m), c] * sum_{m'} D^l_{m m'}(R_e) x_e[(l, m'), c]
 //   x_e[:, c] = n[send(e), :, c] for c < C,  n[recv(e), :, c - C] for C <= c < 2C.
-// Index helpers and layouts: band_layout.hpp. One team per edge (forward, backward-edge) or per
-// node (backward-node), vector lanes over channels; every output element has one writer, the
-// node pass walks the sender grouping then the receiver CSR in edge order: no atomics,
-// deterministic.
+// Index helpers and layouts: band_layout.hpp. Three passes, one functor each: PackForward,
+// PackBackwardEdge (grad_rot, grad_band, grad_g per edge) and PackBackwardNode (grad_n per
+// node), each in a host and a device form (kernel_common.hpp KernelForm). Every output element
+// has one writer; the node pass walks the sender grouping then the receiver CSR in edge order:
+// no atomics, deterministic.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -17,20 +18,10 @@
 
 namespace edgeframe::kk {
 
-struct TagBackwardEdge {};
-struct TagBackwardEdgeLanes {};
-struct TagBackwardEdgeWarp {};  // CUDA only (kernel_common.hpp warp_edge_kernels)
-struct TagBackwardEdgeWarpDegree {};  // CUDA only; the degree order's (kernel_common.hpp LoopOrder)
-struct TagBackwardNode {};
-template <int V>
-struct TagBackwardNodeLanes {};  // V channels per thread (kernel_common.hpp node_channel_block)
-
-// Loop order (all passes): band entries outer, channels inner and contiguous, accumulating
-// into the output row this team owns, so the channel loop vectorises on CPUs and coalesces on
-// GPUs. Short sums (2l+1 terms) accumulate in Real; channel reductions (2C terms) in double.
+// The views and shapes of all three passes, filled by the caller (the engine's autograd
+// function, the tests); each launcher below hands its pass the part it reads.
 template <class Exec, class Real>
 struct EdgeFramePack {
-  using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
   View3<const Real, Exec> n;        // [N, D, C] normalised node features
   View2<const Real, Exec> band;     // [E, band_size]
   View3<const Real, Exec> g;        // [E, gate_rows, 2C] radial multipliers
@@ -44,13 +35,23 @@ struct EdgeFramePack {
   View2<Real, Exec> grad_band;      // [E, band_size] backward output (overwritten)
   View3<Real, Exec> grad_g;         // [E, gate_rows, 2C] backward output (overwritten; may be g's memory)
   int lmax, mmax, channels;
-  int n_edges = 0, edges_per_team = 1;  // backward-edge in the lanes order (set by the launcher)
+};
 
-  // The sum over m' accumulates in registers and each output element is written once (ncu,
-  // 2026-11-30f: the earlier read-modify-write of the output row per m' left this pass
-  // issue-bound at 0.87 warp instructions per cycle, 21 % of DRAM bandwidth). Same products in
-  // the same order per element as before.
-  KOKKOS_INLINE_FUNCTION void operator()(TagForward, const Team& team) const {
+// Loop order of every pass: band entries outer, channels inner and contiguous, so channel loops
+// vectorise on CPUs and coalesce on GPUs. Short sums (2l+1 terms) accumulate in Real; channel
+// reductions (2C terms) in double.
+template <class Exec, class Real>
+struct PackForward {
+  using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
+  View3<const Real, Exec> n, g;
+  View2<const Real, Exec> band;
+  View1<const int, Exec> recv, send;
+  View3<Real, Exec> u;
+  int lmax, mmax, channels;
+
+  // One team per edge; the sum over m' accumulates in registers and each output element is
+  // written once.
+  KOKKOS_INLINE_FUNCTION void operator()(TagHostForm, const Team& team) const {
     const int e = team.league_rank();
     const int i = recv(e), j = send(e), C = channels;
     for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
@@ -75,11 +76,10 @@ struct EdgeFramePack {
     }
   }
 
-  // The forward in the degree order: the same team and lanes, but each lane loads its channel's
-  // 2l+1 x rows of both ends once per degree into registers (2l+1 <= kMaxSlots) and computes
-  // all 2k+1 output rows from them; the rows order re-reads them for every output row m (2.27 ms,
-  // 41 % of copy at L2 512 tf32, 2026-11-30e). Same products in the same order per element.
-  KOKKOS_INLINE_FUNCTION void operator()(TagForwardDegree, const Team& team) const {
+  // One team per edge; each lane loads its channel's 2l+1 x rows of both ends once per degree
+  // into registers (2l+1 <= kMaxSlots) and computes all 2k+1 output rows from them, where the
+  // host form re-reads them for every output row. Same products in the same order per element.
+  KOKKOS_INLINE_FUNCTION void operator()(TagDeviceForm, const Team& team) const {
     const int e = team.league_rank();
     const int i = recv(e), j = send(e), C = channels;
     for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
@@ -126,11 +126,25 @@ EDGEFRAME_UNROLL
       });
     }
   }
+};
 
-  // Per edge: grad_rot = g * grad_u, grad_band, grad_g.
-  //   grad_band[(l, m, m')] = sum_c grad_rot[(l, m), c] x[(l, m'), c]
-  //   grad_g[(l, |m|), c]   = sum_{m'} x[(l, m'), c] sum_{+-m} D_{+-m, m'} grad_u[(l, +-m), c]
-  KOKKOS_INLINE_FUNCTION void operator()(TagBackwardEdge, const Team& team) const {
+// Per edge: grad_rot = g * grad_u, grad_band, grad_g.
+//   grad_band[(l, m, m')] = sum_c grad_rot[(l, m), c] x[(l, m'), c]
+//   grad_g[(l, |m|), c]   = sum_{m'} x[(l, m'), c] sum_{+-m} D_{+-m, m'} grad_u[(l, +-m), c]
+template <class Exec, class Real>
+struct PackBackwardEdge {
+  using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
+  using Lanes = EdgeLanes<Exec>;
+  View3<const Real, Exec> n, g, grad_u;
+  View2<const Real, Exec> band;
+  View1<const int, Exec> recv, send;
+  View3<Real, Exec> grad_rot, grad_g;
+  View2<Real, Exec> grad_band;
+  int lmax, mmax, channels;
+  int n_edges;
+
+  // One team per edge, channels over its vector lanes, the band-entry sums by team_dot.
+  KOKKOS_INLINE_FUNCTION void operator()(TagHostForm, const Team& team) const {
     const int e = team.league_rank();
     const int i = recv(e), j = send(e), C = channels;
     for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
@@ -176,93 +190,33 @@ EDGEFRAME_UNROLL
     }
   }
 
-  // The backward-edge pass in the lanes order (kernel_common.hpp LoopOrder): edge e = league
-  // rank x edges_per_team + thread, channels c and C + c on the thread's vector lanes, the
-  // band-entry sums as vector reductions. grad_rot is still written (the node pass reads it)
-  // and each lane reads back only what it wrote itself. Same products and per-channel order
-  // as TagBackwardEdge; the channel sums differ from team_dot's by rounding.
-  KOKKOS_INLINE_FUNCTION void operator()(TagBackwardEdgeLanes, const Team& team) const {
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, edges_per_team), [&](int t) {
-      const int e = team.league_rank() * edges_per_team + t;
-      if (e >= n_edges) return;
-      const int i = recv(e), j = send(e), C = channels;
-      for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
-        const int k = band_k(l, mmax);
-        for (int m = -k; m <= k; ++m) {
-          const int boff = off + (m + k) * (2 * l + 1);
-          const int prow = packed_row(l, m, lmax), grow = gate_row(l, m, lmax);
-          // lane of c writes c and C + c, and the sums below give c to the same lane (same
-          // ThreadVectorRange(C) mapping): no lane reads what another wrote, for any C
-          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, C), [&](int c) {
-            grad_rot(e, prow, c) = g(e, grow, c) * grad_u(e, prow, c);
-            grad_rot(e, prow, C + c) = g(e, grow, C + c) * grad_u(e, prow, C + c);
-          });
-          for (int mp = -l; mp <= l; ++mp) {
-            const int q = l * l + l + mp;
-            double acc = 0.0;
-            Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(team, C), [&](int c, double& sum) {
-              sum += double(grad_rot(e, prow, c)) * double(n(j, q, c)) + double(grad_rot(e, prow, C + c)) * double(n(i, q, c));
-            }, acc);
-            Kokkos::single(Kokkos::PerThread(team), [&]() { grad_band(e, boff + mp + l) = static_cast<Real>(acc); });
-          }
-        }
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, C), [&](int c) {
-          backward_grad_g(e, i, j, l, k, off, c, C);  // channel c only
-        });
-      }
-    });
-  }
-
-  // The backward-edge pass in the warp order (CUDA only; lanes' mapping: one edge per warp,
-  // channel c on lane c % 32): each lane keeps the 2l+1 partial sums of grad_band's (l, m) row
-  // over its own channels in registers while it writes grad_rot, and one warp reduce-scatter
-  // (warp_reduce.hpp) finishes all 2l+1 of them. grad_g as in the lanes order.
-  KOKKOS_INLINE_FUNCTION void operator()(TagBackwardEdgeWarp, const Team& team) const {
-#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDA_ARCH__)
-    const int e = team.league_rank() * edges_per_team + team.team_rank();
-    if (e >= n_edges) return;  // the whole warp: every lane of it has this e
-    const int lane = threadIdx.x;  // Kokkos' CUDA teams put the vector lanes on x
-    const int i = recv(e), j = send(e);
-    for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
-      warp_grad_rot_and_band(e, i, j, l, off, lane);
-      backward_grad_g(e, i, j, l, band_k(l, mmax), off, lane, kWarpLanes);
-    }
-#else
-    (void)team;
-#endif
-  }
-
-  // The backward-edge pass in the degree order (CUDA only; the warp order's mapping). For
+  // One edge per group of lanes (EdgeLanes: a warp on CUDA), channel c on lane c % lanes. For
   // degrees with 2l+1 <= kMaxSlots (l <= 3) each lane loads its channel's 2l+1 x rows of both
   // ends once per gate row (l, |m|) and uses them three times: grad_band's partial sums of the
-  // rows (l, +-m), the rotated values D x of those rows, and grad_g = sum_{+-m} grad_u (D x)
-  // (the forward's u = g (D x)); the warp order re-reads grad_u, band and x per grad_g output.
-  // grad_rot and grad_band as in the warp order; grad_g sums in another order than there.
-  // Degrees l >= 4 take the warp order's path.
-  KOKKOS_INLINE_FUNCTION void operator()(TagBackwardEdgeWarpDegree, const Team& team) const {
-#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDA_ARCH__)
-    const int e = team.league_rank() * edges_per_team + team.team_rank();
-    if (e >= n_edges) return;  // the whole warp: every lane of it has this e
-    const int lane = threadIdx.x;
+  // rows (l, +-m), kept in registers and finished by one reduce-scatter; the rotated values D x
+  // of those rows; and grad_g = sum_{+-m} grad_u (D x) (the forward's u = g (D x)). Degrees
+  // l >= 4 take rows_of_degree's path. grad_band and grad_g sum in other orders than the host
+  // form's: equal to rounding.
+  KOKKOS_INLINE_FUNCTION void operator()(TagDeviceForm, const Team& team) const {
+    const int e = team.league_rank() * Lanes::edges_per_team + team.team_rank();
+    if (e >= n_edges) return;  // the whole group: every lane of it has this e
+    const Lanes lanes = Lanes::here();
     const int i = recv(e), j = send(e);
     for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
       if (2 * l + 1 > kMaxSlots) {
-        warp_grad_rot_and_band(e, i, j, l, off, lane);
-        backward_grad_g(e, i, j, l, band_k(l, mmax), off, lane, kWarpLanes);
+        rows_of_degree(e, i, j, l, off, lanes);
+        grad_g_of_degree(e, i, j, l, band_k(l, mmax), off, lanes);
         continue;
       }
       with_pow2_slots(2 * l + 1, [&](auto slots) {
-        warp_degree_rows<decltype(slots)::value>(e, i, j, l, off, lane);
+        gate_rows_of_degree<decltype(slots)::value>(e, i, j, l, off, lanes);
       });
     }
-#else
-    (void)team;
-#endif
   }
 
-#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDA_ARCH__)
-  // The warp order's grad_rot and grad_band rows of degree l for edge e (all lanes together).
-  __device__ void warp_grad_rot_and_band(int e, int i, int j, int l, int off, int lane) const {
+  // grad_rot and grad_band rows of degree l for edge e, 2l+1 sums per row in chunks of
+  // kMaxSlots (all lanes together).
+  KOKKOS_INLINE_FUNCTION void rows_of_degree(int e, int i, int j, int l, int off, const Lanes& lanes) const {
     const int k = band_k(l, mmax), C = channels;
     with_pow2_slots(2 * l + 1, [&](auto slots) {
       constexpr int NV = decltype(slots)::value;
@@ -273,7 +227,7 @@ EDGEFRAME_UNROLL
           double part[NV];
 EDGEFRAME_UNROLL
           for (int t = 0; t < NV; ++t) part[t] = 0.0;
-          for (int c = lane; c < C; c += kWarpLanes) {
+          for (int c = lanes.index; c < C; c += Lanes::count) {
             const Real rj = g(e, grow, c) * grad_u(e, prow, c), ri = g(e, grow, C + c) * grad_u(e, prow, C + c);
             if (t0 == 0) {
               grad_rot(e, prow, c) = rj;
@@ -284,18 +238,18 @@ EDGEFRAME_UNROLL
             for (int t = 0; t < NV; ++t)
               if (t0 + t <= 2 * l) part[t] += double(rj) * double(n(j, q + t, c)) + double(ri) * double(n(i, q + t, c));
           }
-          const double sum = warp_reduce_scatter<NV>(part, lane);
-          const int t = t0 + reduce_scatter_index<NV>(lane);
-          if (reduce_scatter_writer<NV>(lane) && t <= 2 * l) grad_band(e, boff + t) = static_cast<Real>(sum);
+          lanes.reduce_scatter(part, [&](int t, double sum) {
+            if (t0 + t <= 2 * l) grad_band(e, boff + t0 + t) = static_cast<Real>(sum);
+          });
         }
       }
     });
   }
 
-  // The degree order's rows of degree l (2l+1 <= NV) for edge e: per gate row (l, |m|) the
-  // rows (l, +|m|) and, for |m| > 0, (l, -|m|) from one load of the x rows per channel.
+  // The rows of degree l (2l+1 <= NV) for edge e: per gate row (l, |m|) the rows (l, +|m|)
+  // and, for |m| > 0, (l, -|m|) from one load of the x rows per channel.
   template <int NV>
-  __device__ void warp_degree_rows(int e, int i, int j, int l, int off, int lane) const {
+  KOKKOS_INLINE_FUNCTION void gate_rows_of_degree(int e, int i, int j, int l, int off, const Lanes& lanes) const {
     const int k = band_k(l, mmax), C = channels, nrow = 2 * l + 1;
     for (int am = 0; am <= k; ++am) {
       const int grow = gate_row(l, am, lmax);
@@ -304,7 +258,7 @@ EDGEFRAME_UNROLL
       double part_p[NV], part_m[NV];
 EDGEFRAME_UNROLL
       for (int t = 0; t < NV; ++t) part_p[t] = part_m[t] = 0.0;
-      for (int c = lane; c < C; c += kWarpLanes) {
+      for (int c = lanes.index; c < C; c += Lanes::count) {
         Real xj[NV], xi[NV];
 EDGEFRAME_UNROLL
         for (int t = 0; t < NV; ++t) {
@@ -337,24 +291,22 @@ EDGEFRAME_UNROLL
         grad_g(e, grow, c) = ggj;
         grad_g(e, grow, C + c) = ggi;
       }
-      const int t = reduce_scatter_index<NV>(lane);
-      const bool writer = reduce_scatter_writer<NV>(lane) && t < nrow;
-      const double sum_p = warp_reduce_scatter<NV>(part_p, lane);
-      if (writer) grad_band(e, bp + t) = static_cast<Real>(sum_p);
-      if (am > 0) {
-        const double sum_m = warp_reduce_scatter<NV>(part_m, lane);
-        if (writer) grad_band(e, bm + t) = static_cast<Real>(sum_m);
-      }
+      lanes.reduce_scatter(part_p, [&](int t, double sum) {
+        if (t < nrow) grad_band(e, bp + t) = static_cast<Real>(sum);
+      });
+      if (am > 0)
+        lanes.reduce_scatter(part_m, [&](int t, double sum) {
+          if (t < nrow) grad_band(e, bm + t) = static_cast<Real>(sum);
+        });
     }
   }
-#endif
 
-  // grad_g's rows of degree l for edge e, channels first, first + stride, ... (lanes and warp).
-  KOKKOS_INLINE_FUNCTION void backward_grad_g(int e, int i, int j, int l, int k, int off, int first, int stride) const {
+  // grad_g's rows of degree l for edge e, this lane's channels.
+  KOKKOS_INLINE_FUNCTION void grad_g_of_degree(int e, int i, int j, int l, int k, int off, const Lanes& lanes) const {
     const int C = channels;
     for (int am = 0; am <= k; ++am) {
       const int grow = gate_row(l, am, lmax), pp = packed_row(l, am, lmax), pm = packed_row(l, -am, lmax);
-      for (int c = first; c < C; c += stride) {
+      for (int c = lanes.index; c < C; c += Lanes::count) {
         Real sj = Real(0), si = Real(0);
         for (int mp = -l; mp <= l; ++mp) {
           const int q = l * l + l + mp;
@@ -370,10 +322,21 @@ EDGEFRAME_UNROLL
       }
     }
   }
+};
 
-  // Per node a: grad_n[a, (l, m'), c] = sum over edges where a sends (channels 0..C-1) and
-  // where a receives (channels C..2C-1) of sum_m D_{m m'} grad_rot[(l, m), c].
-  KOKKOS_INLINE_FUNCTION void operator()(TagBackwardNode, const Team& team) const {
+// Per node a: grad_n[a, (l, m'), c] = sum over edges where a sends (channels 0..C-1) and where a
+// receives (channels C..2C-1) of sum_m D_{m m'} grad_rot[(l, m), c].
+template <class Exec, class Real>
+struct PackBackwardNode {
+  using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
+  View2<const Real, Exec> band;
+  View3<const Real, Exec> grad_rot;
+  View1<const int, Exec> recv_offsets, send_offsets, send_edges;
+  View3<Real, Exec> grad_n;
+  int lmax, mmax, channels;
+
+  // One team per node, accumulating into its own output rows.
+  KOKKOS_INLINE_FUNCTION void operator()(TagHostForm, const Team& team) const {
     const int a = team.league_rank(), C = channels, D = (lmax + 1) * (lmax + 1);
     Real* KOKKOS_RESTRICT out = &grad_n(a, 0, 0);  // [D, C], this team's rows
     Kokkos::parallel_for(Kokkos::TeamVectorRange(team, D * C), [&](int q) { out[q] = Real(0); });
@@ -399,40 +362,12 @@ EDGEFRAME_UNROLL
     }
   }
 
-  // The node pass in the lanes order: one thread per output element (node a, row (l, m'),
-  // channel c; or V consecutive channels c0 .. c0 + V - 1), accumulating in registers over the
-  // same edges in the same order (sender grouping, then receiver CSR) and, per edge, over m: the
-  // rows order's products and order per element, without the read-modify-write of the output
-  // row in memory and with D C / V times more threads (rows: one team per node, 21 % of copy
-  // bandwidth on the H200). Index 64-bit.
+  // One thread per (node a, degree l, block of V channels c0..c0+V-1) keeps all 2l+1 output
+  // rows (l, m') in registers (chunks of kMaxSlots for l >= 4) and reads each grad_rot element
+  // once per chunk; each band entry serves V channels. Per element the host form's products in
+  // its order (sender grouping, then receiver CSR; m).
   template <int V>
-  KOKKOS_INLINE_FUNCTION void operator()(TagBackwardNodeLanes<V>, std::int64_t i) const {
-    const auto [a, row, l, mp, cb] = node_element(i, lmax, channels / V);
-    const int C = channels, c0 = cb * V, k = band_k(l, mmax), off = band_offset(l, mmax);
-    const int n_send = send_offsets(a + 1) - send_offsets(a);
-    const int n_recv = recv_offsets(a + 1) - recv_offsets(a);
-    Real acc[V];
-    for (int v = 0; v < V; ++v) acc[v] = Real(0);
-    for (int q = 0; q < n_send + n_recv; ++q) {
-      const bool sender = q < n_send;
-      const int e = sender ? send_edges(send_offsets(a) + q) : recv_offsets(a) + (q - n_send);
-      const int half = sender ? 0 : C;
-      for (int m = -k; m <= k; ++m) {
-        const Real d = band(e, off + (m + k) * (2 * l + 1) + mp + l);
-        const Real* KOKKOS_RESTRICT rr = &grad_rot(e, packed_row(l, m, lmax), half + c0);
-        for (int v = 0; v < V; ++v) acc[v] += d * rr[v];
-      }
-    }
-    for (int v = 0; v < V; ++v) grad_n(a, row, c0 + v) = acc[v];
-  }
-
-  // The node pass in the degree orders: one thread per (node a, degree l, block of V channels
-  // c0..c0+V-1) keeps all 2l+1 output rows (l, m') in registers (chunks of kMaxSlots for
-  // l >= 4) and reads each grad_rot element once per chunk, where the lanes orders read it once
-  // per output row; with V = 4 (degree4) each band entry serves 4 channels. Per element the
-  // lanes order's products in its order (sender grouping, then receiver CSR; m).
-  template <int V>
-  KOKKOS_INLINE_FUNCTION void operator()(TagNodeDegree<V>, std::int64_t idx) const {
+  KOKKOS_INLINE_FUNCTION void operator()(TagDeviceChannels<V>, std::int64_t idx) const {
     const auto [a, l, cb] = degree_element(idx, lmax, channels / V);
     const int C = channels, c0 = cb * V, k = band_k(l, mmax), off = band_offset(l, mmax), nrow = 2 * l + 1;
     const int n_send = send_offsets(a + 1) - send_offsets(a);
@@ -470,57 +405,55 @@ EDGEFRAME_UNROLL
 };
 
 template <class Exec, class Real>
-void edge_frame_pack_forward(const Exec& exec, const EdgeFramePack<Exec, Real>& f, int n_edges,
-                             LoopOrder order = default_loop_order<Exec>()) {
-  if (degree_order(order))
-    Kokkos::parallel_for("edgeframe::edge_frame_pack", team_policy<Exec, TagForwardDegree>(exec, n_edges), f);
+void edge_frame_pack_forward(const Exec& exec, const EdgeFramePack<Exec, Real>& p, int n_edges,
+                             KernelForm form = native_form<Exec>()) {
+  const PackForward<Exec, Real> f{p.n, p.g, p.band, p.recv, p.send, p.u, p.lmax, p.mmax, p.channels};
+  if (form == KernelForm::device)
+    Kokkos::parallel_for("edgeframe::edge_frame_pack", team_policy<Exec, TagDeviceForm>(exec, n_edges), f);
   else
-    Kokkos::parallel_for("edgeframe::edge_frame_pack", team_policy<Exec, TagForward>(exec, n_edges), f);
+    Kokkos::parallel_for("edgeframe::edge_frame_pack", team_policy<Exec, TagHostForm>(exec, n_edges), f);
 }
 
-// The per-edge half of the backward (grad_rot, grad_band, grad_g) in either loop order.
+// The per-edge half of the backward (grad_rot, grad_band, grad_g).
 template <class Exec, class Real>
-void edge_frame_pack_backward_edge(const Exec& exec, const EdgeFramePack<Exec, Real>& f, int n_edges,
-                                   LoopOrder order = default_loop_order<Exec>()) {
-  if (order == LoopOrder::rows) {
-    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge", team_policy<Exec, TagBackwardEdge>(exec, n_edges), f);
-    return;
-  }
-  launch_edge_lanes<TagBackwardEdgeLanes, TagBackwardEdgeWarp, TagBackwardEdgeWarpDegree>(
-      "edgeframe::edge_frame_pack_backward_edge", exec, f, n_edges, order);
+void edge_frame_pack_backward_edge(const Exec& exec, const EdgeFramePack<Exec, Real>& p, int n_edges,
+                                   KernelForm form = native_form<Exec>()) {
+  const PackBackwardEdge<Exec, Real> f{p.n, p.g, p.grad_u, p.band, p.recv, p.send, p.grad_rot, p.grad_g,
+                                       p.grad_band, p.lmax, p.mmax, p.channels, n_edges};
+  if (form == KernelForm::device)
+    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge", edge_lanes_policy<Exec, TagDeviceForm>(exec, n_edges), f);
+  else
+    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge", team_policy<Exec, TagHostForm>(exec, n_edges), f);
 }
 
-// Whether the backward-edge pass of this order may write its outputs over its inputs, grad_rot
-// into grad_u's memory and grad_g into g's: only where every lane reads each of its grad_u and g
+// Whether the engine's backward-edge pass may write its outputs over its inputs, grad_rot into
+// grad_u's memory and grad_g into g's: only where every lane reads each of its grad_u and g
 // elements before it writes the same grad_rot and grad_g elements and never reads them again.
-// The degree order's CUDA kernel does so for degrees with 2l+1 <= kMaxSlots (warp_degree_rows);
-// the others, and its l >= 4 path, read grad_u again for grad_g after grad_rot is written. The
-// engine then keeps two [E, K or gate_rows, 2C] tensors less alive during the pass.
+// The device form does so for degrees with 2l+1 <= kMaxSlots (gate_rows_of_degree); the host
+// form, and the device form's l >= 4 path, read grad_u again for grad_g after grad_rot is
+// written. The engine then keeps two [E, K or gate_rows, 2C] tensors less alive during the pass.
 template <class Exec>
-constexpr bool backward_edge_in_place(LoopOrder order, int lmax) {
-  return warp_edge_kernels<Exec>(order) && degree_order(order) && 2 * lmax + 1 <= kMaxSlots;
+constexpr bool backward_edge_in_place(int lmax) {
+  return native_form<Exec>() == KernelForm::device && 2 * lmax + 1 <= kMaxSlots;
 }
 
-// The per-node half of the backward (grad_n from grad_rot) in either loop order.
+// The per-node half of the backward (grad_n from grad_rot).
 template <class Exec, class Real>
-void edge_frame_pack_backward_node(const Exec& exec, const EdgeFramePack<Exec, Real>& f, int n_nodes,
-                                   LoopOrder order = default_loop_order<Exec>()) {
-  if (order == LoopOrder::rows) {
-    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node", team_policy<Exec, TagBackwardNode>(exec, n_nodes), f);
-    return;
-  }
-  if (degree_order(order)) {
-    launch_node_degree<TagNodeDegree>("edgeframe::edge_frame_pack_backward_node", exec, f, n_nodes, order);
-    return;
-  }
-  launch_node_lanes<TagBackwardNodeLanes>("edgeframe::edge_frame_pack_backward_node", exec, f, n_nodes, order);
+void edge_frame_pack_backward_node(const Exec& exec, const EdgeFramePack<Exec, Real>& p, int n_nodes,
+                                   KernelForm form = native_form<Exec>()) {
+  const PackBackwardNode<Exec, Real> f{p.band, p.grad_rot, p.recv_offsets, p.send_offsets, p.send_edges, p.grad_n,
+                                       p.lmax, p.mmax, p.channels};
+  if (form == KernelForm::device)
+    launch_device_node_pass("edgeframe::edge_frame_pack_backward_node", exec, f, n_nodes);
+  else
+    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node", team_policy<Exec, TagHostForm>(exec, n_nodes), f);
 }
 
 template <class Exec, class Real>
-void edge_frame_pack_backward(const Exec& exec, const EdgeFramePack<Exec, Real>& f, int n_edges, int n_nodes,
-                              LoopOrder order = default_loop_order<Exec>()) {
-  edge_frame_pack_backward_edge(exec, f, n_edges, order);
-  edge_frame_pack_backward_node(exec, f, n_nodes, order);
+void edge_frame_pack_backward(const Exec& exec, const EdgeFramePack<Exec, Real>& p, int n_edges, int n_nodes,
+                              KernelForm form = native_form<Exec>()) {
+  edge_frame_pack_backward_edge(exec, p, n_edges, form);
+  edge_frame_pack_backward_node(exec, p, n_nodes, form);
 }
 
 }  // namespace edgeframe::kk

@@ -7,7 +7,7 @@
 //   grad_h = r g - h r^3 / M * sum_{m, c} g h.
 // One kernel per direction replaces the per-degree torch chain (cast, square, mean, add, sqrt,
 // divide, cast back, scale, cat: about 9 ops per degree forward and twice that backward), whose
-// launches and host dispatch dominated small GPU steps (doc/gpu-notes.md, fourth session).
+// launches and host dispatch dominated small GPU steps (nsys on the H200).
 #pragma once
 
 #include <Kokkos_Core.hpp>

@@ -8,13 +8,13 @@
 // times sigmoid(gate_l). Backward: the z gradient of every row and the gates' (summed over the
 // rows of their degree). One thread per (edge, channel): coalesced over channels on a GPU.
 // On host backends the sigmoids come in from torch (vectorised; computed here, scalar exp in
-// double made the host kernel 10x slower than the torch chain it replaced, 2026-11-30d). On
+// double made the host kernel 10x slower than the torch chain it replaced). On
 // devices the kernel computes them from z itself (sig0 / sig left empty): torch's two sigmoid
 // passes per direction read strided column ranges of z (non-vectorised kernels), wrote [E,
 // (L + 1) C] temporaries and the kernel read those again, about 2300 values per edge and layer
-// of traffic, and the backward's temporaries sat at the step's memory peak (2026-11-30j).
+// of traffic, and the backward's temporaries sat at the step's memory peak.
 // Replaces the torch chain sigmoid / narrow / cat / mul / silu / cat and its backward (slice
-// backward fills and adds), doc/gpu-notes.md, fourth session.
+// backward fills and adds).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -42,7 +42,7 @@ struct So2Gate {
   // The sigmoids of row 0 and of degree l's gate (z row lmax + l): given, or computed in the
   // compute precision Real (float in fp32 / tf32 mode: within an ulp or two of the float the
   // stored sigmoid would be). In double they made the kernel issue-bound on the GPU (ncu,
-  // 2026-11-30k call 6: SM 69-80 % busy, DRAM 40-48 %); the products stay in double.
+  // SM 69-80 % busy, DRAM 40-48 % on the H200); the products stay in double.
   KOKKOS_INLINE_FUNCTION static Real sigmoid(Real v) { return Real(1) / (Real(1) + Kokkos::exp(-v)); }
   KOKKOS_INLINE_FUNCTION double s0_at(int e, int c) const {
     return sig0.extent(0) ? double(sig0(e, c)) : double(sigmoid(z(e, c)));

@@ -3,7 +3,8 @@
 //   agg[i, (l, m'), c] = scale * sum_{e into i} u(r_e) sum_{|m| <= min(l, mmax)} D^l_{m m'}(R_e) w[e, packed_row(l, m), c]
 // with scale = 1 / avg_neighbors. The sum over edges is a segmented sum over the receiver CSR
 // (graph.hpp), in edge order: no atomics, deterministic. Backward per edge: grad_w, grad_band,
-// grad_env, each element with a single writer.
+// grad_env, each element with a single writer. Two passes, one functor each (UnrotateForward,
+// UnrotateBackward), each in a host and a device form (kernel_common.hpp KernelForm).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -15,14 +16,10 @@
 
 namespace edgeframe::kk {
 
-struct TagBackwardLanes {};
-struct TagBackwardWarp {};  // CUDA only (kernel_common.hpp warp_edge_kernels)
-template <int V>
-struct TagForwardLanes {};  // V channels per thread (kernel_common.hpp node_channel_block)
-
+// The views and shapes of both passes, filled by the caller; each launcher below hands its pass
+// the part it reads.
 template <class Exec, class Real>
 struct UnrotateAggregate {
-  using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
   View3<const Real, Exec> w;         // [E, K, C] packed messages
   View2<const Real, Exec> band;      // [E, band_size]
   View1<const Real, Exec> env;       // [E] envelope u(r_e)
@@ -35,10 +32,21 @@ struct UnrotateAggregate {
   View1<Real, Exec> grad_env;        // [E] backward output (overwritten)
   double scale;                      // 1 / avg_neighbors
   int lmax, mmax, channels;
-  int n_edges = 0, edges_per_team = 1;  // backward in the lanes order (set by the launcher)
+};
 
-  // Per node a: walk its incoming edges in CSR order, accumulating into its own output row.
-  KOKKOS_INLINE_FUNCTION void operator()(TagForward, const Team& team) const {
+template <class Exec, class Real>
+struct UnrotateForward {
+  using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
+  View3<const Real, Exec> w;
+  View2<const Real, Exec> band;
+  View1<const Real, Exec> env;
+  View1<const int, Exec> recv_offsets;
+  View3<Real, Exec> agg;
+  double scale;
+  int lmax, mmax, channels;
+
+  // One team per node a: walk its incoming edges in CSR order, accumulating into its own rows.
+  KOKKOS_INLINE_FUNCTION void operator()(TagHostForm, const Team& team) const {
     const int a = team.league_rank(), C = channels, D = (lmax + 1) * (lmax + 1);
     Real* KOKKOS_RESTRICT out = &agg(a, 0, 0);  // [D, C], this team's rows
     Kokkos::parallel_for(Kokkos::TeamVectorRange(team, D * C), [&](int q) { out[q] = Real(0); });
@@ -60,38 +68,13 @@ struct UnrotateAggregate {
     }
   }
 
-  // The same forward in the lanes order: one thread per output element (node a, row (l, m'),
-  // channel c; or V consecutive channels c0 .. c0 + V - 1), accumulating in registers over a's
-  // incoming edges in CSR order and, per edge, over m: the products and their order per element
-  // are the rows order's, with no read-modify-write of the output row in memory and D C / V
-  // times more threads (the rows order ran one team per node: 512 teams at 512 atoms, 6 % of
-  // copy bandwidth on the H200). Index 64-bit.
+  // One thread per (node a, degree l, block of V channels c0..c0+V-1) keeps all 2l+1 output
+  // rows (l, m') in registers (chunks of kMaxSlots for l >= 4) and reads each message element
+  // w[e, (l, m), c] once per chunk; each band entry serves V channels. Per element the host
+  // form's products in its order (edges in CSR order, then m). In a warp the lanes share a and
+  // l (when C / V is a multiple of 32): band, env and the CSR are broadcast loads.
   template <int V>
-  KOKKOS_INLINE_FUNCTION void operator()(TagForwardLanes<V>, std::int64_t i) const {
-    const auto [a, q, l, mp, cb] = node_element(i, lmax, channels / V);
-    const int c0 = cb * V, k = band_k(l, mmax), off = band_offset(l, mmax);
-    Real acc[V];
-    for (int v = 0; v < V; ++v) acc[v] = Real(0);
-    for (int e = recv_offsets(a); e < recv_offsets(a + 1); ++e) {
-      const Real se = static_cast<Real>(scale) * env(e);
-      for (int m = -k; m <= k; ++m) {
-        const Real d = se * band(e, off + (m + k) * (2 * l + 1) + mp + l);
-        const Real* KOKKOS_RESTRICT wr = &w(e, packed_row(l, m, lmax), c0);
-        for (int v = 0; v < V; ++v) acc[v] += d * wr[v];
-      }
-    }
-    for (int v = 0; v < V; ++v) agg(a, q, c0 + v) = acc[v];
-  }
-
-  // The same forward in the degree orders: one thread per (node a, degree l, block of V
-  // channels c0..c0+V-1) keeps all 2l+1 output rows (l, m') in registers (chunks of kMaxSlots
-  // for l >= 4) and reads each message element w[e, (l, m), c] once per chunk, where the lanes
-  // orders read it once per output row; with V = 4 (degree4) each band entry serves 4 channels.
-  // Per element the lanes order's products in its order (edges in CSR order, then m). In a warp
-  // the lanes share a and l (when C / V is a multiple of 32): band, env and the CSR are
-  // broadcast loads.
-  template <int V>
-  KOKKOS_INLINE_FUNCTION void operator()(TagNodeDegree<V>, std::int64_t i) const {
+  KOKKOS_INLINE_FUNCTION void operator()(TagDeviceChannels<V>, std::int64_t i) const {
     const auto [a, l, cb] = degree_element(i, lmax, channels / V);
     const int c0 = cb * V, k = band_k(l, mmax), off = band_offset(l, mmax), nrow = 2 * l + 1;
     with_pow2_slots(nrow, [&](auto slots) {
@@ -122,10 +105,27 @@ EDGEFRAME_UNROLL
       }
     });
   }
+};
 
-  // Per edge e: with G = grad_agg[recv(e)] and rg[row, c] = sum_{m'} D_{m m'} G[(l, m'), c],
-  //   grad_w = scale u rg,  grad_env = scale sum_{row, c} w rg,  grad_band[(l, m, m')] = scale u sum_c w G.
-  KOKKOS_INLINE_FUNCTION void operator()(TagBackward, const Team& team) const {
+// Per edge e: with G = grad_agg[recv(e)] and rg[row, c] = sum_{m'} D_{m m'} G[(l, m'), c],
+//   grad_w = scale u rg,  grad_env = scale sum_{row, c} w rg,  grad_band[(l, m, m')] = scale u sum_c w G.
+template <class Exec, class Real>
+struct UnrotateBackward {
+  using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
+  using Lanes = EdgeLanes<Exec>;
+  View3<const Real, Exec> w, grad_agg;
+  View2<const Real, Exec> band;
+  View1<const Real, Exec> env;
+  View1<const int, Exec> recv;
+  View3<Real, Exec> grad_w;
+  View2<Real, Exec> grad_band;
+  View1<Real, Exec> grad_env;
+  double scale;
+  int lmax, mmax, channels;
+  int n_edges;
+
+  // One team per edge, channels over its vector lanes, the channel sums by team_dot.
+  KOKKOS_INLINE_FUNCTION void operator()(TagHostForm, const Team& team) const {
     const int e = team.league_rank(), i = recv(e), C = channels;
     const Real se = static_cast<Real>(scale) * env(e);
     double genv = 0.0;
@@ -157,51 +157,15 @@ EDGEFRAME_UNROLL
     Kokkos::single(Kokkos::PerTeam(team), [&]() { grad_env(e) = static_cast<Real>(scale * genv); });
   }
 
-  // The same backward in the lanes order (kernel_common.hpp LoopOrder): edge e = league rank x
-  // edges_per_team + thread; rg stays in a register per channel instead of a round trip
-  // through grad_w, and the channel sums are vector reductions. Same products and, per
-  // channel, the same order as above; the channel sums differ from team_dot's by rounding.
-  KOKKOS_INLINE_FUNCTION void operator()(TagBackwardLanes, const Team& team) const {
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, edges_per_team), [&](int t) {
-      const int e = team.league_rank() * edges_per_team + t;
-      if (e >= n_edges) return;
-      const int i = recv(e), C = channels;
-      const Real se = static_cast<Real>(scale) * env(e);
-      double genv = 0.0;
-      for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
-        const int k = band_k(l, mmax);
-        for (int m = -k; m <= k; ++m) {
-          const int prow = packed_row(l, m, lmax), boff = off + (m + k) * (2 * l + 1);
-          double part = 0.0;
-          Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(team, C), [&](int c, double& acc) {
-            Real rg = band(e, boff) * grad_agg(i, l * l, c);    // mp = -l
-            for (int mp = -l + 1; mp <= l; ++mp) rg += band(e, boff + mp + l) * grad_agg(i, l * l + l + mp, c);
-            acc += double(w(e, prow, c)) * double(rg);
-            grad_w(e, prow, c) = rg * se;
-          }, part);
-          genv += part;
-          for (int mp = -l; mp <= l; ++mp) {
-            double dot = 0.0;
-            Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(team, C), [&](int c, double& acc) {
-              acc += double(w(e, prow, c)) * double(grad_agg(i, l * l + l + mp, c));
-            }, dot);
-            Kokkos::single(Kokkos::PerThread(team), [&]() { grad_band(e, boff + mp + l) = static_cast<Real>(double(se) * dot); });
-          }
-        }
-      }
-      Kokkos::single(Kokkos::PerThread(team), [&]() { grad_env(e) = static_cast<Real>(scale * genv); });
-    });
-  }
-
-  // The backward in the warp order (CUDA only; lanes' mapping, one edge per warp, channel c on
-  // lane c % 32): per (l, m) row each lane reads G's 2l+1 rows once for rg and for its partial
-  // sums of grad_band's row, kept in registers and finished by one warp reduce-scatter
-  // (warp_reduce.hpp); grad_env's per-lane partial sum is reduced once per edge.
-  KOKKOS_INLINE_FUNCTION void operator()(TagBackwardWarp, const Team& team) const {
-#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDA_ARCH__)
-    const int e = team.league_rank() * edges_per_team + team.team_rank();
-    if (e >= n_edges) return;  // the whole warp: every lane of it has this e
-    const int lane = threadIdx.x;  // Kokkos' CUDA teams put the vector lanes on x
+  // One edge per group of lanes (EdgeLanes: a warp on CUDA), channel c on lane c % lanes: per
+  // (l, m) row each lane reads G's 2l+1 rows once for rg and for its partial sums of
+  // grad_band's row, kept in registers and finished by one reduce-scatter; grad_env's per-lane
+  // partial sum is reduced once per edge. The channel sums go in another order than the host
+  // form's: equal to rounding.
+  KOKKOS_INLINE_FUNCTION void operator()(TagDeviceForm, const Team& team) const {
+    const int e = team.league_rank() * Lanes::edges_per_team + team.team_rank();
+    if (e >= n_edges) return;  // the whole group: every lane of it has this e
+    const Lanes lanes = Lanes::here();
     const int i = recv(e), C = channels;
     const Real se = static_cast<Real>(scale) * env(e);
     double genv = 0.0;
@@ -213,7 +177,7 @@ EDGEFRAME_UNROLL
         for (int m = -k; m <= k; ++m) {
           const int prow = packed_row(l, m, lmax), boff = off + (m + k) * (2 * l + 1);
           if (!whole_row)
-            for (int c = lane; c < C; c += kWarpLanes) {
+            for (int c = lanes.index; c < C; c += Lanes::count) {
               Real rg = band(e, boff) * grad_agg(i, l * l, c);
               for (int t = 1; t <= 2 * l; ++t) rg += band(e, boff + t) * grad_agg(i, l * l + t, c);
               genv += double(w(e, prow, c)) * double(rg);
@@ -223,7 +187,7 @@ EDGEFRAME_UNROLL
             double part[NV];
 EDGEFRAME_UNROLL
             for (int t = 0; t < NV; ++t) part[t] = 0.0;
-            for (int c = lane; c < C; c += kWarpLanes) {
+            for (int c = lanes.index; c < C; c += Lanes::count) {
               const Real wc = w(e, prow, c);
               Real rg = Real(0);
               const int q = l * l + t0;
@@ -239,45 +203,37 @@ EDGEFRAME_UNROLL
                 grad_w(e, prow, c) = rg * se;
               }
             }
-            const double sum = warp_reduce_scatter<NV>(part, lane);
-            const int t = t0 + reduce_scatter_index<NV>(lane);
-            if (reduce_scatter_writer<NV>(lane) && t <= 2 * l)
-              grad_band(e, boff + t) = static_cast<Real>(double(se) * sum);
+            lanes.reduce_scatter(part, [&](int t, double sum) {
+              if (t0 + t <= 2 * l) grad_band(e, boff + t0 + t) = static_cast<Real>(double(se) * sum);
+            });
           }
         }
       });
     }
     double env_sum[1] = {genv};
-    genv = warp_reduce_scatter<1>(env_sum, lane);
-    if (lane == 0) grad_env(e) = static_cast<Real>(scale * genv);
-#else
-    (void)team;
-#endif
+    lanes.reduce_scatter(env_sum, [&](int, double sum) { grad_env(e) = static_cast<Real>(scale * sum); });
   }
 };
 
 template <class Exec, class Real>
-void unrotate_aggregate_forward(const Exec& exec, const UnrotateAggregate<Exec, Real>& f, int n_nodes,
-                                LoopOrder order = default_loop_order<Exec>()) {
-  if (order == LoopOrder::rows) {
-    Kokkos::parallel_for("edgeframe::unrotate_aggregate", team_policy<Exec, TagForward>(exec, n_nodes), f);
-    return;
-  }
-  if (degree_order(order)) {
-    launch_node_degree<TagNodeDegree>("edgeframe::unrotate_aggregate", exec, f, n_nodes, order);
-    return;
-  }
-  launch_node_lanes<TagForwardLanes>("edgeframe::unrotate_aggregate", exec, f, n_nodes, order);
+void unrotate_aggregate_forward(const Exec& exec, const UnrotateAggregate<Exec, Real>& p, int n_nodes,
+                                KernelForm form = native_form<Exec>()) {
+  const UnrotateForward<Exec, Real> f{p.w, p.band, p.env, p.recv_offsets, p.agg, p.scale, p.lmax, p.mmax, p.channels};
+  if (form == KernelForm::device)
+    launch_device_node_pass("edgeframe::unrotate_aggregate", exec, f, n_nodes);
+  else
+    Kokkos::parallel_for("edgeframe::unrotate_aggregate", team_policy<Exec, TagHostForm>(exec, n_nodes), f);
 }
 
 template <class Exec, class Real>
-void unrotate_aggregate_backward(const Exec& exec, const UnrotateAggregate<Exec, Real>& f, int n_edges,
-                                 LoopOrder order = default_loop_order<Exec>()) {
-  if (order == LoopOrder::rows) {
-    Kokkos::parallel_for("edgeframe::unrotate_aggregate_backward", team_policy<Exec, TagBackward>(exec, n_edges), f);
-    return;
-  }
-  launch_edge_lanes<TagBackwardLanes, TagBackwardWarp>("edgeframe::unrotate_aggregate_backward", exec, f, n_edges, order);
+void unrotate_aggregate_backward(const Exec& exec, const UnrotateAggregate<Exec, Real>& p, int n_edges,
+                                 KernelForm form = native_form<Exec>()) {
+  const UnrotateBackward<Exec, Real> f{p.w, p.grad_agg, p.band, p.env, p.recv, p.grad_w, p.grad_band, p.grad_env,
+                                       p.scale, p.lmax, p.mmax, p.channels, n_edges};
+  if (form == KernelForm::device)
+    Kokkos::parallel_for("edgeframe::unrotate_aggregate_backward", edge_lanes_policy<Exec, TagDeviceForm>(exec, n_edges), f);
+  else
+    Kokkos::parallel_for("edgeframe::unrotate_aggregate_backward", team_policy<Exec, TagHostForm>(exec, n_edges), f);
 }
 
 }  // namespace edgeframe::kk

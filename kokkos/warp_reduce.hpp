@@ -1,7 +1,7 @@
 // Reduce-scatter over a 32-lane warp: NV values per lane (NV a power of two, <= 32) summed over
 // the warp, each lane ending with one of the NV sums.
 //
-// Why (ncu, doc/gpu-notes.md): the per-edge backward kernels need 2l+1 channel sums per (l, m)
+// Why (ncu on the H200): the per-edge backward kernels need 2l+1 channel sums per (l, m)
 // row; as 2l+1 separate warp reductions of doubles that is 5 shuffle rounds each, one after the
 // other (pack backward-edge: 25 reductions per edge at L2, issue-bound at 28 % of copy). Halving
 // the values at each round instead (round r exchanges NV / 2^(r+1) values with the lane 16 >> r
@@ -18,9 +18,9 @@
 #include <Kokkos_Core.hpp>
 #include <type_traits>
 
-#include "kernel_common.hpp"  // kWarpLanes
-
 namespace edgeframe::kk {
+
+inline constexpr int kWarpLanes = 32;  // a CUDA warp
 
 template <int NV>
 KOKKOS_INLINE_FUNCTION constexpr int reduce_scatter_index(int lane) {
@@ -67,6 +67,48 @@ __device__ inline double warp_reduce_scatter(double (&v)[NV], int lane) {
   return sum;
 }
 #endif
+
+// The lanes that work on one edge in the device form of the per-edge passes, the one place the
+// kernels meet the warp: on CUDA a warp (channel c on lane c % 32, sums finished by
+// warp_reduce_scatter), on every other backend a single lane that already holds each whole sum.
+// Launch with edge_lanes_policy: edges_per_team edges per team, one per thread, count lanes each.
+template <class Exec>
+struct EdgeLanes {
+#if defined(KOKKOS_ENABLE_CUDA)
+  static constexpr int count = std::is_same_v<Exec, Kokkos::Cuda> ? kWarpLanes : 1;
+#else
+  static constexpr int count = 1;
+#endif
+  static constexpr int edges_per_team = count == 1 ? 1 : 4;
+  int index = 0;  // this lane, 0 <= index < count
+
+  KOKKOS_INLINE_FUNCTION static EdgeLanes here() {
+    EdgeLanes lanes;
+#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDA_ARCH__)
+    if constexpr (count == kWarpLanes) lanes.index = threadIdx.x;  // Kokkos' CUDA teams put vector lanes on x
+#endif
+    return lanes;
+  }
+  // Sums part[t] over the lanes for every t < NV and calls write(t, sum) once per t, on one lane
+  // (all lanes must call it together: no lane may have returned).
+  template <int NV, class Write>
+  KOKKOS_INLINE_FUNCTION void reduce_scatter(double (&part)[NV], const Write& write) const {
+    if constexpr (count == 1) {
+      for (int t = 0; t < NV; ++t) write(t, part[t]);
+    } else {
+#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDA_ARCH__)
+      const double sum = warp_reduce_scatter<NV>(part, index);
+      if (reduce_scatter_writer<NV>(index)) write(reduce_scatter_index<NV>(index), sum);
+#endif
+    }
+  }
+};
+
+template <class Exec, class Tag>
+Kokkos::TeamPolicy<Exec, Tag> edge_lanes_policy(const Exec& exec, int n_edges) {
+  constexpr int per_team = EdgeLanes<Exec>::edges_per_team;
+  return Kokkos::TeamPolicy<Exec, Tag>(exec, (n_edges + per_team - 1) / per_team, per_team, EdgeLanes<Exec>::count);
+}
 
 // Partial sums a lane keeps in registers at most: the kernels take 2l+1 > 8 sums (l >= 4) in
 // chunks of 8. NV = 16 and 32 for one chunk pushed the kernels from ~60 to 127-134 registers

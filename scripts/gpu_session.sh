@@ -24,17 +24,12 @@
 #        $OUT/profile.log.
 # ncu:   the profile step's ncu part alone (also run by profile with NCU=1): hardware counters and
 #        warp stall reasons of one L2 step's Kokkos kernels into $OUT/ncu.log.xz.
-# Run it from a script file, never as `bash /dev/stdin <<EOF` (doc/gpu-notes.md).
+# Run it from a script file, never as `bash /dev/stdin <<EOF` (bench/gpu-session.md).
 # memprofile: bench/edgeframe_bench --memory-profile (one step under LibTorch's profiler with
 #        memory events: the peak, what the backward starts with, the operators at the peak), L2
 #        and L3 at 512 atoms in fp32 and tf32, into $OUT/memprofile.log. Memory only: it may
 #        share the host with other work.
 # example: examples/gpu/in.diamond-gpu into $OUT/log.diamond-gpu.
-# looporder: the loop orders of the edge-frame kernels (EDGEFRAME_LOOP_ORDER, LOOP_ORDERS: default
-#        rows lanes lanes4 warp degree degree4; doc/engine.md "Loop orders") side by side: per-kernel split of L2
-#        and L3 at 512 atoms in fp32 and L2 in tf32, and the fp64 forces of each order against the
-#        first one listed,
-#        into $OUT/looporder.log (LOOPORDER_REPS steps per timing, default 10).
 # precision: the shipped carbon potential on the 4096-atom box in fp64, fp32 and tf32 (forces of
 #        one configuration compared with fp64; bench/in.forces_dump), then NVE in fp32 and tf32
 #        (examples/gpu, PRECISION_STEPS steps), into $OUT/precision.log.
@@ -193,34 +188,6 @@ do_ncu() {
   fi
 }
 
-do_looporder() {
-  local orders=${LOOP_ORDERS:-rows lanes lanes4 warp degree degree4}
-  echo "== looporder: $orders (bench/edgeframe_bench, 512 atoms)"
-  local bench=$build/bench/edgeframe_bench order shape
-  {
-    for shape in L2 L3; do
-      for order in $orders; do
-        echo "-- $shape, EDGEFRAME_LOOP_ORDER=$order, fp32"
-        EDGEFRAME_LOOP_ORDER=$order "$bench" --shape "$shape" --cells 4 --reps "${LOOPORDER_REPS:-10}" --precision fp32 > /tmp/looporder.out || status=1
-        grep -E "step|edgeframe::|LibTorch" /tmp/looporder.out
-        EDGEFRAME_LOOP_ORDER=$order "$bench" --shape "$shape" --cells 4 --reps 1 --precision fp64 \
-          --forces-out "/tmp/forces-$order" > /tmp/looporder.out || status=1
-        grep -E "^  step \(" /tmp/looporder.out
-      done
-      for order in ${orders#* }; do    # each order against the first one listed
-        "$EDGEFRAME_PYTHON" -c "import numpy as np, sys; r, l = (np.fromfile(f'/tmp/forces-{o}.$shape.4') for o in ('${orders%% *}', '$order')); print('$shape fp64 forces, $order vs ${orders%% *}: max |dF| %.3e of max |F| %.3e' % (abs(r - l).max(), abs(r).max()))"
-      done
-    done
-    for order in $orders; do
-      [[ $order == rows ]] && continue
-      echo "-- L2, EDGEFRAME_LOOP_ORDER=$order, tf32"
-      EDGEFRAME_LOOP_ORDER=$order "$bench" --shape L2 --cells 4 --reps "${LOOPORDER_REPS:-10}" --precision tf32 > /tmp/looporder.out || status=1
-      grep -E "step|edgeframe::|LibTorch" /tmp/looporder.out
-    done
-  } > "$OUT/looporder.log" 2>&1 || status=1
-  cat "$OUT/looporder.log"
-}
-
 do_precision() {
   echo "== precision: shipped C potential, 4096 atoms, fp64 / fp32 / tf32 (-k on g 1 -sf kk)"
   local p plugin=$build/src/lammps/edgeframeplugin.so
@@ -258,8 +225,8 @@ do_example() {
 }
 
 # benchab: the carried build's bench (OLD_BENCH, copied before `build` replaced it) against the
-# new one, same call, same cases: L2 tf32 and L3 fp32 at 512 atoms (per-kernel split), and the
-# new one with EDGEFRAME_LOOP_ORDER=lanes too, into $OUT/benchab.log.
+# new one, same call, same cases: L2 tf32, L3 fp32 and L2 fp32 at 512 atoms (per-kernel split),
+# into $OUT/benchab.log.
 do_benchab() {
   local new=$build/bench/edgeframe_bench shape precision
   echo "== benchab: $OLD_BENCH (carried build) vs $new"
@@ -268,9 +235,7 @@ do_benchab() {
       shape=${shape_precision%%:*} precision=${shape_precision##*:}
       echo "-- $shape $precision, old build"
       "${OLD_BENCH:?}" --shape "$shape" --cells 4 --reps 10 --precision "$precision" | grep -E "^  step|^  edgeframe::|LibTorch"
-      echo "-- $shape $precision, new build, EDGEFRAME_LOOP_ORDER=lanes"
-      EDGEFRAME_LOOP_ORDER=lanes "$new" --shape "$shape" --cells 4 --reps 10 --precision "$precision" | grep -E "^  step|^  edgeframe::|LibTorch"
-      echo "-- $shape $precision, new build, default order"
+      echo "-- $shape $precision, new build"
       "$new" --shape "$shape" --cells 4 --reps 10 --precision "$precision" | grep -E "^  step|^  edgeframe::|LibTorch"
     done
   } > "$OUT/benchab.log" 2>&1 || status=1
@@ -325,7 +290,6 @@ for step in "$@"; do
     gate) do_gate ;;
     profile) do_profile ;;
     example) do_example ;;
-    looporder) do_looporder ;;
     precision) do_precision ;;
     scaling) do_scaling ;;
     mpi) do_mpi ;;
@@ -333,7 +297,7 @@ for step in "$@"; do
     ncu) do_ncu ;;
     memprofile) do_memprofile ;;
     benchab) do_benchab ;;
-    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile ncu memprofile benchab example looporder precision scaling mpi exchange-ab)"; exit 2 ;;
+    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile ncu memprofile benchab example precision scaling mpi exchange-ab)"; exit 2 ;;
   esac
 done
 exit $status

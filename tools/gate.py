@@ -218,7 +218,7 @@ def main():
                          "columns: an A/B of two builds against the same reference forces, in one run")
     ap.add_argument("--bench-b-env", action="append", default=[], metavar="NAME=VALUE",
                     help="environment of the engine-b columns (repeatable); without --bench-b they run --bench: "
-                         "an A/B of one build under two settings, e.g. EDGEFRAME_LOOP_ORDER=degree4")
+                         "an A/B of one build under two environments (a temporary switch under measurement)")
     ap.add_argument("--lmp", default="", help="lmp with KOKKOS CUDA (empty: no LAMMPS column)")
     ap.add_argument("--plugin", default="", help="edgeframeplugin.so built for that lmp")
     ap.add_argument("--lmp-package", default="neigh full newton off",

@@ -49,8 +49,8 @@ inline torch::Device device() {
 // On CUDA one instance per stream is kept until Kokkos finalizes. Building a Kokkos::Cuda from
 // a stream allocates that instance's own scratch (device memory, pinned host memory, locks)
 // and releasing the last copy frees it; cudaFree and cudaFreeHost synchronise the device. Made
-// afresh for each of the ~50 kernel launches of a step, as before the fourth session, this cost
-// about 17 ms of GPU idle time per 54 ms L2 step (doc/gpu-notes.md). Every stream seen keeps
+// afresh for each of the ~50 kernel launches of a step, this cost about 17 ms of GPU idle time
+// per 54 ms L2 step on the H200 (nsys). Every stream seen keeps
 // its instance (there are a handful: torch's current stream, the CUDA-graph stream of
 // step_graph.hpp): a step captured into a CUDA graph must find its instance, and the instance's
 // scratch, unchanged at capture time whatever ran on another stream in between.

@@ -2,6 +2,7 @@
 // gates, feed-forward, readout) as LibTorch ops, the edge-frame parts as the autograd functions
 // of ops.hpp, forces from one backward pass, sums in double by the kernels of forces.hpp.
 #include "evaluator.hpp"
+#include "debug_switches.hpp"
 
 #include <torch/torch.h>
 #ifdef KOKKOS_ENABLE_CUDA
@@ -61,19 +62,6 @@ constexpr bool kCudaGraphs = true;  // EvaluatorOptions::cuda_graph takes effect
 #else
 constexpr bool kCudaGraphs = false;
 #endif
-
-kk::LoopOrder loop_order_from_env() {
-  const char* v = std::getenv("EDGEFRAME_LOOP_ORDER");
-  if (v == nullptr || *v == 0) return kk::default_loop_order<Exec>();
-  const std::string s = v;
-  if (s == "rows") return kk::LoopOrder::rows;
-  if (s == "lanes") return kk::LoopOrder::lanes;
-  if (s == "lanes4") return kk::LoopOrder::lanes4;
-  if (s == "warp") return kk::LoopOrder::warp;
-  if (s == "degree") return kk::LoopOrder::degree;
-  if (s == "degree4") return kk::LoopOrder::degree4;
-  throw InputError("EDGEFRAME_LOOP_ORDER='" + s + "' (valid: rows, lanes, lanes4, warp, degree, degree4)");
-}
 
 // cuBLAS TF32 for the GEMMs of one compute() call (tf32 mode), restored afterwards: the switch
 // is process-wide in torch and other code in the process (a second pair style) must not see it.
@@ -138,13 +126,9 @@ struct Evaluator::Impl {
     std::vector<kk::Graph<Exec>> graphs;
     long builds = 0;
   } chunk_cache;
-  // Loop order of the edge-frame kernels (kernel_common.hpp); EDGEFRAME_LOOP_ORDER=rows|lanes|lanes4|warp
-  // overrides the backend's default, so that one benchmark run can time both side by side.
-  kk::LoopOrder loop_order = loop_order_from_env();
   // The first layer rotates degree 0 only, the last aggregates degree 0 only, and both gate the
-  // m = 0 rows only (make_so2_plans). EDGEFRAME_ALL_DEGREES=1 turns that off (every layer the
-  // full width, as before the eleventh session), for an A/B of one build only.
-  bool trim_degrees = !impl::env_is_one("EDGEFRAME_ALL_DEGREES");
+  // m = 0 rows only (make_so2_plans); EvaluatorOptions::trim_first_and_last_layers.
+  bool trim_degrees;
   torch::Dtype dtype;
   Workspace workspace;
   Tensor species_embedding, e0, readout_scale, readout_w0, readout_b0, readout_w1, readout_b1;
@@ -157,8 +141,9 @@ struct Evaluator::Impl {
         memory_budget(opt.memory_budget),
         cuda_graph(opt.cuda_graph),
         edge_chunk(opt.edge_chunk),
+        trim_degrees(opt.trim_first_and_last_layers),
         dtype(opt.precision == Precision::fp64 ? torch::kFloat64 : torch::kFloat32),
-        workspace(opt.poison_scratch || std::getenv("EDGEFRAME_POISON_SCRATCH") != nullptr) {
+        workspace(opt.poison_scratch || debug_poison_scratch()) {
     if (cfg.lmax > kk::kMaxL) throw InputError("potential " + pot.path + ": lmax exceeds the compiled maximum");
     if (opt.memory_budget < 0) throw InputError("Evaluator: memory_budget must be >= 0 bytes");
     if (opt.edge_chunk < 0) throw InputError("Evaluator: edge_chunk must be >= 0");
@@ -229,7 +214,7 @@ struct Evaluator::Impl {
   EdgeParts edge_parts(bool first, bool last) const {
     const int L = cfg.lmax, M = cfg.mmax;
     // Plain assignments: nvcc 13.0's front end crashed (segfault) on the same choice written as
-    // nested conditionals of braced BandPart temporaries (2026-11-30k, call 1).
+    // nested conditionals of braced BandPart temporaries.
     EdgeParts parts;
     parts.pack.lmax = parts.unrotate.lmax = L;
     parts.pack.mmax = parts.unrotate.mmax = parts.gate_mmax = M;
@@ -268,7 +253,7 @@ struct Evaluator::Impl {
       const double radial = 3.0 * cfg.radial_hidden;
       const double z = double(kk::band_rows(L, parts.gate_mmax) + L) * H;
       const double messages = double(kk::band_rows(parts.unrotate.lmax, parts.unrotate.mmax)) * C;
-      const bool in_place = impl::pack_backward_in_place(loop_order, parts.pack.lmax);
+      const bool in_place = impl::pack_backward_in_place(parts.pack.lmax);
       const double pack_grads = (in_place ? 1.0 : 2.0) *
                                 double(kk::band_rows(parts.pack.lmax, parts.pack.mmax) +
                                        kk::gate_rows(parts.pack.lmax, parts.pack.mmax)) * 2.0 * C;
@@ -411,7 +396,7 @@ struct Evaluator::Impl {
     // Each edge tensor is let go as soon as the next one exists: the SO(2) linears keep no input
     // for their backward, so u and x would otherwise stay alive only as locals here, on top of
     // every earlier layer's saved activations: that was the step's peak, and letting them go
-    // took it to 0.91x (doc/benchmarks.md "Ninth run").
+    // took it to 0.91x (measured with bench/edgeframe_bench --memory-profile, doc/engine.md).
     // The radial multipliers of the pack's rows are the leading rows of w2 (m outer, then l).
     const int g_rows = kk::gate_rows(parts.pack.lmax, parts.pack.mmax) * 2 * C;
     const Tensor w2 = lw.rad_w2.narrow(0, 0, g_rows), b2 = lw.rad_b2.narrow(0, 0, g_rows);
@@ -577,7 +562,6 @@ Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
   step.lmax = cfg.lmax;
   step.mmax = cfg.mmax;
   step.channels = cfg.channels;
-  step.loop_order = m.loop_order;
   step.n_rbf = cfg.n_rbf;
   step.envelope_p = cfg.envelope_p;
   step.r_cut = cfg.r_cut;

@@ -69,7 +69,7 @@ struct Result {
 
 struct EvaluatorOptions {
   Precision precision = Precision::fp64;
-  bool poison_scratch = false;  // debug: fill freshly grown scratch with NaN (also EDGEFRAME_POISON_SCRATCH=1)
+  bool poison_scratch = false;  // debug: fill freshly grown scratch with NaN (also EDGEFRAME_POISON_SCRATCH=1, debug_switches.hpp)
   // What the backward pass gets from the forward (doc/engine.md "Activations and the memory
   // budget"). keep: every layer's per-edge activations (fastest). recompute: none; the edge part
   // of every layer (radial MLP, pack, SO(2) linears, gate, unrotate) runs again there
@@ -93,6 +93,10 @@ struct EvaluatorOptions {
   // with an exchange, timers, a roll or recomputed layers run as without it. No effect on host
   // backends.
   bool cuda_graph = false;
+  // The first layer rotates and gates only what reaches degree 0 of its output, and the last
+  // layer only what reaches the energy (degree 0, m = 0 rows): same results to rounding, less
+  // work. false runs every layer at full width (the tests compare both).
+  bool trim_first_and_last_layers = true;
 };
 
 class Evaluator {
@@ -124,8 +128,7 @@ class Evaluator {
   // steps replayed from a capture (0 and 0 on host backends or without the option).
   long cuda_graph_captures() const;
   long cuda_graph_replays() const;
-  // Whether the first and last layers make only the rows that reach the energy (the default;
-  // EDGEFRAME_ALL_DEGREES=1 at construction runs every layer whole, for A/B runs).
+  // EvaluatorOptions::trim_first_and_last_layers as constructed.
   bool trims_first_and_last_layers() const;
 
  private:

@@ -166,8 +166,7 @@ kk::EdgeFramePack<Exec, Real> pack_functor(const StepContext& s, const BandPart&
 // The radial MLP's last linear and the pack in one function: g = a w^T + b [E, gate_rows, 2C] is
 // made in the forward and again in the backward, and only a [E, H_r] is kept in between. g is
 // the widest tensor the layer would otherwise keep for its backward (gate_rows x 2C against H_r
-// columns: 20x at L2, 36x at L3 for H_r = 64); making it again costs one GEMM of K = H_r
-// (doc/gpu-notes.md, ninth session).
+// columns: 20x at L2, 36x at L3 for H_r = 64); making it again costs one GEMM of K = H_r.
 struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
   static Tensor radial_multipliers(const Tensor& a, const Tensor& w, const Tensor& b, const StepContext& s,
                                    const BandPart& part) {
@@ -190,7 +189,7 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
       using Real = decltype(real);
       auto f = pack_functor<Real>(s, part, n, band, g);
       f.u = bridge::view3<Real>(u, "packed u");
-      kk::edge_frame_pack_forward(exec, f, E, s.loop_order);
+      kk::edge_frame_pack_forward(exec, f, E);
     });
     fence_for_torch(exec);
     return u;
@@ -207,7 +206,7 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
     const Tensor &n = saved[0], &band = saved[1], &a = saved[2], &w = saved[3], &b = saved[4];
     const int E = s.graph.n_edges;
     const bool want_n = ctx->needs_input_grad(0);
-    const bool in_place = kk::backward_edge_in_place<Exec>(s.loop_order, part.lmax);
+    const bool in_place = kk::backward_edge_in_place<Exec>(part.lmax);
     // Fewer degrees than n holds: the node pass writes only theirs.
     Tensor grad_n = !want_n ? Tensor() : part.lmax < s.lmax ? torch::zeros_like(n) : torch::empty_like(n);
     Tensor grad_band = band_gradient(band, part);
@@ -220,7 +219,7 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
     f.grad_band = bridge::view2<Real>(grad_band, "grad band");
     f.grad_g = bridge::view3<Real>(grad_g, "grad g");
     const Exec exec = bridge::exec_instance();
-    kk::edge_frame_pack_backward_edge(exec, f, E, s.loop_order);
+    kk::edge_frame_pack_backward_edge(exec, f, E);
     fence_for_torch(exec);
     const Tensor grad_a = grad_g.view({E, w.size(0)}).mm(w);  // explicit width: E may be 0
     // The node pass reads only grad_rot, band and n: g and grad_g go back to the allocator
@@ -229,7 +228,7 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
     grad_g.reset();
     if (want_n) {  // layer 0's input does not depend on the positions: skip its node pass
       f.grad_n = bridge::view3<Real>(grad_n, "grad n");
-      kk::edge_frame_pack_backward_node(exec, f, s.graph.n_nodes, s.loop_order);
+      kk::edge_frame_pack_backward_node(exec, f, s.graph.n_nodes);
       fence_for_torch(exec);
     }
     return {grad_n, grad_band, grad_a, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
@@ -277,7 +276,7 @@ struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateF
       using Real = decltype(real);
       auto f = unrot_functor<Real>(s, part, w, band, env);
       f.agg = bridge::view3<Real>(agg, "aggregate");
-      kk::unrotate_aggregate_forward(exec, f, N, s.loop_order);
+      kk::unrotate_aggregate_forward(exec, f, N);
     });
     fence_for_torch(exec);
     return agg;
@@ -295,7 +294,7 @@ struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateF
     f.grad_band = bridge::view2<Real>(grad_band, "grad band");
     f.grad_env = bridge::view1<Real>(grad_env, "grad env");
     const Exec exec = bridge::exec_instance();
-    kk::unrotate_aggregate_backward(exec, f, s.graph.n_edges, s.loop_order);
+    kk::unrotate_aggregate_backward(exec, f, s.graph.n_edges);
     fence_for_torch(exec);
     return {grad_w, grad_band, grad_env, Tensor(), Tensor(), Tensor()};
   }
@@ -315,7 +314,7 @@ struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateF
 // [rows, width] for blocks that write columns [start, start + count) each (the blocks are
 // disjoint, validate()): the columns no block writes are zeroed, and only those. Zeroing the
 // whole tensor first wrote every covered value twice: in the first and last layers, where the
-// m > 0 blocks are skipped, those fills were edge-sized (doc/gpu-notes.md, eleventh session).
+// m > 0 blocks are skipped, those fills were edge-sized.
 Tensor block_output(std::int64_t rows, int width, const So2Plan& plan, int So2Plan::Block::*start,
                     int So2Plan::Block::*count, const torch::TensorOptions& options) {
   Tensor out = torch::empty({rows, width}, options);
@@ -361,12 +360,7 @@ struct So2LinearFn : public torch::autograd::Function<So2LinearFn> {
 
 // The sigmoids the gate kernel reads on host backends: of z's row 0 [E, C] and of the gate rows
 // [E, L C]. On devices the kernel computes them itself (so2_gate.hpp): none are made here.
-// EDGEFRAME_GATE_TORCH_SIGMOIDS=1 makes devices take torch's sigmoids too: the build before the
-// kernel computed them, kept for an A/B of one build (tools/gate.py --bench-b-env).
-bool gate_torch_sigmoids() {
-  static const bool forced = env_is_one("EDGEFRAME_GATE_TORCH_SIGMOIDS");
-  return kk::gate_takes_sigmoids<Exec>() || forced;
-}
+constexpr bool gate_torch_sigmoids() { return kk::gate_takes_sigmoids<Exec>(); }
 
 std::pair<Tensor, Tensor> gate_sigmoids(const Tensor& z, int lmax, int channels) {
   if (!gate_torch_sigmoids()) return {};
@@ -543,12 +537,7 @@ torch::autograd::variable_list edge_geometry(const torch::Tensor& vec, StepConte
   return EdgeGeometryFn::apply(vec, handle_of(step));
 }
 
-bool pack_backward_in_place(kk::LoopOrder order, int lmax) { return kk::backward_edge_in_place<Exec>(order, lmax); }
-
-bool env_is_one(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && std::string(v) == "1";
-}
+bool pack_backward_in_place(int lmax) { return kk::backward_edge_in_place<Exec>(lmax); }
 
 // `part` with the step's values for -1, checked against the step and the band passed.
 BandPart resolved(BandPart part, const torch::Tensor& band, const StepContext& step) {

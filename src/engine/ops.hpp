@@ -29,7 +29,6 @@ struct StepContext {
   int exchange_reverse_calls = 0;    // reverse() calls made by the backward pass so far
   StepTimes* times = nullptr;        // fenced time split, or none
   long layers_recomputed = 0;        // recomputed_layer() backward calls in this step (edge parts)
-  kk::LoopOrder loop_order = kk::default_loop_order<bridge::Exec>();  // per-edge backward kernels (kernel_common.hpp)
 };
 
 // Adds the time between construction and destruction to one StepTimes field, fencing at both
@@ -53,12 +52,10 @@ class StepTimer {
 // which returns dE/dvec in float64.
 torch::autograd::variable_list edge_geometry(const torch::Tensor& vec, StepContext& step);
 
-// True when the environment variable `name` is set to "1" (the engine's A/B switches).
-bool env_is_one(const char* name);
-// Whether the pack's backward writes grad_rot and grad_g over grad_u and g for this loop order
-// and degree (kk::backward_edge_in_place on the engine's execution space): the memory model
-// counts two more edge tensors where it does not.
-bool pack_backward_in_place(kk::LoopOrder order, int lmax);
+// Whether the pack's backward writes grad_rot and grad_g over grad_u and g for this degree
+// (kk::backward_edge_in_place on the engine's execution space): the memory model counts two
+// more edge tensors where it does not.
+bool pack_backward_in_place(int lmax);
 
 // The band rows a pack or unrotate call works on: degrees 0..lmax and orders |m| <= mmax (-1:
 // the step's). The band passed must hold the layout of (lmax, mmax) in its leading columns
@@ -90,7 +87,7 @@ torch::Tensor m0_band(const torch::Tensor& band, int lmax, int mmax);
 // reads x's columns [x_col, x_col + x_cols) and writes z's [z_col, z_col + z_cols) =
 // x_part w^T (+ bias). Each block's GEMM writes straight into its columns of z, and backward
 // each block's grad GEMM into its columns of grad x: no cat, no narrow-backward fills and adds
-// (doc/gpu-notes.md, fourth session). z columns no block writes are zero; grad x columns no
+// (each was a launch and an edge-sized copy). z columns no block writes are zero; grad x columns no
 // block reads are zero. Only the gradient with respect to x is formed (weights are constants).
 struct So2Plan {
   struct Block {

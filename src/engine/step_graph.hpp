@@ -2,7 +2,7 @@
 //
 // A small-system step is bound by the host: about 350 torch ops and Kokkos launches, each a few
 // microseconds of dispatch and autograd bookkeeping, while the GPU waits between them
-// (doc/benchmarks.md: the 512-atom L2 step). Recorded once as a CUDA graph, the whole step is
+// (the 512-atom L2 step, doc/performance.md). Recorded once as a CUDA graph, the whole step is
 // one launch. A graph bakes in every address its kernels read and write, so it is replayed only
 // while the caller's inputs stay where they were: the same edge graph (one per neighbour-list
 // rebuild), the same positions view (its values may change: they are read at each replay),

@@ -29,57 +29,36 @@ using EngineExec = Kokkos::DefaultExecutionSpace;
 using EngineMem = EngineExec::memory_space;
 constexpr bool kEngineMemoryIsHost = Kokkos::SpaceAccessibility<Kokkos::HostSpace, EngineMem>::accessible;
 
-// With EDGEFRAME_EXCHANGE_THREADS=N (default 1: off) row loops that move 4 MiB or more run on N
-// OpenMP threads. Measured on the H200 machines (doc/benchmarks.md, 2 x H200): 8 threads halve
-// the one-rank exchange of periodic images (96 -> 43 ms at 110k atoms) but do not help two
-// ranks (91 -> 104 ms): mpirun binds each rank to one core, so the threads share it; unbinding
-// made the whole step slower (fifth run). Giving each rank several bound cores is untried; so it
-// is opt-in. EDGEFRAME_EXCHANGE_PARALLEL_BYTES sets the threshold (the tests set 0 to cover the
-// threaded loops).
-std::size_t parallel_bytes()
-{
-  static const std::size_t n = [] {
-    const char *env = std::getenv("EDGEFRAME_EXCHANGE_PARALLEL_BYTES");
-    return env ? std::size_t(std::strtoull(env, nullptr, 10)) : std::size_t(4) << 20;
-  }();
-  return n;
-}
+// The host row loops: f(q) for q in [0, n), rows of row_bytes each, on `threads` OpenMP threads
+// when they move parallel_bytes or more (ExchangeSettings::threads). Measured on the H200
+// machines (bench/results/benchmarks-log.md, two H200s): 8 threads halve the one-rank exchange
+// of periodic images (96 -> 43 ms at 110k atoms) but do not help two ranks (91 -> 104 ms):
+// mpirun binds each rank to one core, so the threads share it. Hence 1 by default.
+struct RowLoop {
+  int threads = 1;
+  std::size_t parallel_bytes = std::size_t(4) << 20;
 
-int exchange_threads()
-{
+  template <class F>
+  void operator()(int n, std::size_t row_bytes, F &&f) const
+  {
 #ifdef _OPENMP
-  static const int n = [] {
-    const char *env = std::getenv("EDGEFRAME_EXCHANGE_THREADS");
-    return std::max(1, env ? std::atoi(env) : 1);
-  }();
-  return n;
-#else
-  return 1;
-#endif
-}
-
-// f(q) for q in [0, n), rows of row_bytes each.
-template <class F>
-void for_rows(int n, std::size_t row_bytes, F &&f)
-{
-#ifdef _OPENMP
-  const int threads = exchange_threads();
-  if (threads > 1 && std::size_t(n) * row_bytes >= parallel_bytes()) {
+    if (threads > 1 && std::size_t(n) * row_bytes >= parallel_bytes) {
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (int q = 0; q < n; q++) f(q);
-    return;
-  }
+      for (int q = 0; q < n; q++) f(q);
+      return;
+    }
 #endif
-  for (int q = 0; q < n; q++) f(q);
-}
+    for (int q = 0; q < n; q++) f(q);
+  }
+};
 
 // ---- host-memory path: node rows and stage both in host memory --------------------------------
 
 // Node rows [begin, end) into their atoms' stage rows, byte for byte (stage rows are
 // stage_words doubles per LAMMPS atom and hold the row's bytes: a float row travels as floats,
 // two per double, so no conversion and half the bytes of widening it).
-void rows_to_stage(const char *rows, std::size_t row_bytes, const int *atom_of_node, int begin, int end, double *stage,
-                   int stage_words)
+void rows_to_stage(const RowLoop &for_rows, const char *rows, std::size_t row_bytes, const int *atom_of_node, int begin,
+                   int end, double *stage, int stage_words)
 {
   for_rows(end - begin, row_bytes, [&](int q) {
     const int k = begin + q;
@@ -88,8 +67,8 @@ void rows_to_stage(const char *rows, std::size_t row_bytes, const int *atom_of_n
 }
 
 // Their atoms' stage rows back into node rows [begin, end).
-void stage_to_rows(const double *stage, int stage_words, const int *atom_of_node, int begin, int end, char *rows,
-                   std::size_t row_bytes)
+void stage_to_rows(const RowLoop &for_rows, const double *stage, int stage_words, const int *atom_of_node, int begin,
+                   int end, char *rows, std::size_t row_bytes)
 {
   for_rows(end - begin, row_bytes, [&](int q) {
     const int k = begin + q;
@@ -116,7 +95,7 @@ void add_row(const double *in, double *out, int n)
 // Stage row of atom a := the sum of the node rows sum_nodes[sum_begin[a] .. sum_begin[a + 1])
 // (the first copied, the others added in node order; zero if there are none), for every atom.
 template <class T>
-void sum_rows_to_atoms(const char *rows, std::size_t row_bytes, const std::vector<int> &sum_begin,
+void sum_rows_to_atoms(const RowLoop &for_rows, const char *rows, std::size_t row_bytes, const std::vector<int> &sum_begin,
                        const std::vector<int> &sum_nodes, int nall, double *stage, int stage_words, int width)
 {
   for_rows(nall, std::size_t(stage_words) * sizeof(double), [&](int a) {
@@ -273,7 +252,7 @@ int mpi_count(std::size_t n)
 {
   if (n > std::size_t(std::numeric_limits<int>::max()))
     throw std::runtime_error("edgeframe exchange (direct MPI): a swap of " + std::to_string(n) +
-                             " doubles is beyond MPI's int count; use EDGEFRAME_EXCHANGE_MPI=lammps");
+                             " doubles is beyond MPI's int count; use the pair_style keyword exchange_swaps lammps");
   return int(n);
 }
 
@@ -322,53 +301,26 @@ void upload(Kokkos::View<int *, EngineMem> &dst, const std::vector<int> &src, co
 }
 }    // namespace
 
-FeatureExchange::FeatureExchange(Comm *comm, Pair *pair, MPI_Comm world) :
-    m_comm(comm), m_pair(pair), m_dev(std::make_unique<Staged>()), m_world(world)
+FeatureExchange::FeatureExchange(Comm *comm, Pair *pair, MPI_Comm world, const ExchangeSettings &settings) :
+    m_comm(comm), m_pair(pair), m_dev(std::make_unique<Staged>()), m_world(world), m_settings(settings)
 {
-  const char *force = std::getenv("EDGEFRAME_STAGE_EXCHANGE");
-  m_staged = !kEngineMemoryIsHost || (force != nullptr && std::strcmp(force, "1") == 0);
-  // Settings that change which collectives run must agree on every rank (mpirun need not pass
-  // the environment to other hosts): each rank's choice, then MIN / MAX over the ranks.
-  const char *self = std::getenv("EDGEFRAME_EXCHANGE_SELF_SWAPS");
-  const char *mpi = std::getenv("EDGEFRAME_EXCHANGE_MPI");
-  const int self_choice = !self || !std::strcmp(self, "skip") ? 1 : !std::strcmp(self, "lammps") ? 0 : -1;
-  // MPI swaps: unset = direct where it applies (staged path, self swaps skipped, brick; measured
-  // 2026-11-30f on two H200s: exchange 76.9 -> 25.6 ms per force call at 110 592 atoms).
-  const int mpi_choice = !mpi ? 2 : !std::strcmp(mpi, "lammps") ? 0 : !std::strcmp(mpi, "direct") ? 1 : -1;
-  // The direct swaps' transport: CUDA IPC between the GPUs of one node (edgeframe_peer.h) where
-  // every rank can reach its partners, else MPI from pinned buffers. Unset: CUDA IPC where the
-  // engine runs on CUDA (measured 2026-11-30g on two H200s: weak scaling 83 -> 93 %, 110 592
-  // atoms 1.71x -> 1.89x one GPU); `mpi` forces MPI; `cuda-ipc` asks for it on any build (and
-  // says why not where it cannot be).
-  const char *transport = std::getenv("EDGEFRAME_EXCHANGE_TRANSPORT");
-  const int transport_choice =
-      !transport ? 2 : !std::strcmp(transport, "mpi") ? 0 : !std::strcmp(transport, "cuda-ipc") ? 1 : -1;
-  int mine[4] = {self_choice, mpi_choice, m_staged ? 1 : 0, transport_choice}, lo[4], hi[4];
-  MPI_Allreduce(mine, lo, 4, MPI_INT, MPI_MIN, m_world);
-  MPI_Allreduce(mine, hi, 4, MPI_INT, MPI_MAX, m_world);
-  if (self_choice < 0)
-    throw std::runtime_error(std::string("EDGEFRAME_EXCHANGE_SELF_SWAPS must be 'skip' (the default) or 'lammps', not '") +
-                             self + "'");
-  if (mpi_choice < 0)
-    throw std::runtime_error(std::string("EDGEFRAME_EXCHANGE_MPI must be 'direct' (the default where rows are "
-                                         "staged) or 'lammps', not '") +
-                             mpi + "'");
-  if (transport_choice < 0)
-    throw std::runtime_error(std::string("EDGEFRAME_EXCHANGE_TRANSPORT must be 'cuda-ipc' (the default where the engine "
-                                         "runs on CUDA) or 'mpi', not '") +
-                             transport + "'");
-  if (lo[0] < 0 || lo[1] < 0 || lo[3] < 0)
-    throw std::runtime_error("an EDGEFRAME_EXCHANGE_* setting is invalid on another rank");
-  if (lo[0] != hi[0] || lo[1] != hi[1] || lo[2] != hi[2] || lo[3] != hi[3])
-    throw std::runtime_error("EDGEFRAME_EXCHANGE_SELF_SWAPS, EDGEFRAME_EXCHANGE_MPI, EDGEFRAME_EXCHANGE_TRANSPORT and "
-                             "EDGEFRAME_STAGE_EXCHANGE must be the same on every rank (export them to all ranks, e.g. "
-                             "mpirun -x)");
-  m_want_peer = transport_choice == 1 || (transport_choice == 2 && !kEngineMemoryIsHost);
-  m_peer_asked = transport_choice == 1;
-  m_skip_self = self_choice == 1;
-  m_want_direct = mpi_choice == 1 || (mpi_choice == 2 && m_skip_self);
-  if (mpi_choice == 1 && !m_skip_self)
-    throw std::runtime_error("EDGEFRAME_EXCHANGE_MPI=direct needs the self swaps skipped (EDGEFRAME_EXCHANGE_SELF_SWAPS=skip)");
+  using Swaps = ExchangeSettings::Swaps;
+  using Transport = ExchangeSettings::Transport;
+  m_staged = !kEngineMemoryIsHost || settings.stage;
+  m_skip_self = settings.skip_self_swaps;
+  // automatic: direct where it applies (staged path, self swaps skipped, brick; measured on two
+  // H200s, bench/results/benchmarks-log.md: exchange 76.9 -> 25.6 ms per force call at 110 592
+  // atoms).
+  if (settings.swaps == Swaps::direct && !m_skip_self)
+    throw std::runtime_error("pair_style edgeframe: exchange_swaps direct needs the self swaps skipped "
+                             "(exchange_self_swaps skip)");
+  m_want_direct = settings.swaps == Swaps::direct || (settings.swaps == Swaps::automatic && m_skip_self);
+  // automatic: CUDA IPC where the engine runs on CUDA (measured on two H200s: weak scaling 83 ->
+  // 93 %, 110 592 atoms 1.71x -> 1.89x one GPU); cuda_ipc asks for it on any build (and the
+  // pair style says why not where it cannot be).
+  m_want_peer = settings.transport == Transport::cuda_ipc ||
+                (settings.transport == Transport::automatic && !kEngineMemoryIsHost);
+  m_peer_asked = settings.transport == Transport::cuda_ipc;
 }
 
 void FeatureExchange::set_comm(Comm *comm)
@@ -389,9 +341,13 @@ std::string FeatureExchange::peer_refusal() const
   return m_peer ? m_peer->why() : "not bound";
 }
 
-int FeatureExchange::host_threads()
+int FeatureExchange::host_threads() const
 {
-  return exchange_threads();
+#ifdef _OPENMP
+  return std::max(1, m_settings.threads);
+#else
+  return 1;
+#endif
 }
 
 int FeatureExchange::stage_words(int width, edgeframe::RowType type)
@@ -441,7 +397,7 @@ void FeatureExchange::bind(const NodeMap *nodes, int nlocal, int nall, int width
   m_recv_n.clear();
   const double t_trace = m_measure ? platform::walltime() : 0.0;
   if (m_skip_self && !m_device_comm && m_words >= 3) trace_roots();
-  // Direct MPI where it applies; the conditions are the same on every rank (environment, build,
+  // Direct MPI where it applies; the conditions are the same on every rank (pair_style keywords, build,
   // comm_style), so all ranks take the same path.
   m_direct = direct_swaps_for(width, type);
   if (m_direct) trace_destinations();
@@ -682,11 +638,11 @@ void FeatureExchange::forward(const edgeframe::NodeRows &h)
   const std::size_t row_bytes = std::size_t(m_width) * h.element_size();
   char *rows = static_cast<char *>(h.data);
   mark(nullptr);
-  if (n_nodes) rows_to_stage(rows, row_bytes, m_root_of_node.data(), 0, n_local, m_stage.data(), m_words);      // owners out
+  if (n_nodes) rows_to_stage(RowLoop{host_threads(), m_settings.parallel_bytes}, rows, row_bytes, m_root_of_node.data(), 0, n_local, m_stage.data(), m_words);      // owners out
   mark(&Split::reorder);
   m_comm->forward_comm(m_pair);
   mark(&Split::comm);
-  if (n_nodes) stage_to_rows(m_stage.data(), m_words, m_root_of_node.data(), n_local, n_nodes, rows, row_bytes);  // ghosts in (from their roots)
+  if (n_nodes) stage_to_rows(RowLoop{host_threads(), m_settings.parallel_bytes}, m_stage.data(), m_words, m_root_of_node.data(), n_local, n_nodes, rows, row_bytes);  // ghosts in (from their roots)
   mark(&Split::reorder);
 }
 
@@ -706,13 +662,13 @@ void FeatureExchange::reverse(const edgeframe::NodeRows &grad)
   mark(nullptr);
   // Every row out, summed onto its root; zero rows for atoms that only relay.
   if (m_type == edgeframe::RowType::f64)
-    sum_rows_to_atoms<double>(rows, row_bytes, m_sum_begin, m_sum_nodes, m_nall, m_stage.data(), m_words, m_width);
+    sum_rows_to_atoms<double>(RowLoop{host_threads(), m_settings.parallel_bytes}, rows, row_bytes, m_sum_begin, m_sum_nodes, m_nall, m_stage.data(), m_words, m_width);
   else
-    sum_rows_to_atoms<float>(rows, row_bytes, m_sum_begin, m_sum_nodes, m_nall, m_stage.data(), m_words, m_width);
+    sum_rows_to_atoms<float>(RowLoop{host_threads(), m_settings.parallel_bytes}, rows, row_bytes, m_sum_begin, m_sum_nodes, m_nall, m_stage.data(), m_words, m_width);
   mark(&Split::reorder);
   m_comm->reverse_comm(m_pair);
   mark(&Split::comm);
-  if (n_nodes) stage_to_rows(m_stage.data(), m_words, m_root_of_node.data(), 0, n_local, rows, row_bytes);  // owners' sums in
+  if (n_nodes) stage_to_rows(RowLoop{host_threads(), m_settings.parallel_bytes}, m_stage.data(), m_words, m_root_of_node.data(), 0, n_local, rows, row_bytes);  // owners' sums in
   if (n_nodes > n_local) std::memset(rows + n_local * row_bytes, 0, (n_nodes - n_local) * row_bytes);
   mark(&Split::reorder);
 }
@@ -835,7 +791,7 @@ int FeatureExchange::pack_forward(int n, const int *list, double *buf) const
   const PackTimer timer(*this);
   const double *st = stage();
   const std::size_t row = std::size_t(m_words) * sizeof(double);
-  for_rows(n, row, [&](int q) {
+  RowLoop{host_threads(), m_settings.parallel_bytes}(n, row, [&](int q) {
     std::memcpy(buf + std::size_t(q) * m_words, st + std::size_t(m_root[list[q]]) * m_words, row);
   });
   if (m_measure) m_split.host_rows += n;
@@ -866,7 +822,7 @@ void FeatureExchange::unpack_forward(int n, int first, const double *buf)
   const PackTimer timer(*this);
   double *st = stage() + std::size_t(first) * m_words;
   const std::size_t row = std::size_t(m_words) * sizeof(double);
-  for_rows(n, row, [&](int q) { std::memcpy(st + std::size_t(q) * m_words, buf + std::size_t(q) * m_words, row); });
+  RowLoop{host_threads(), m_settings.parallel_bytes}(n, row, [&](int q) { std::memcpy(st + std::size_t(q) * m_words, buf + std::size_t(q) * m_words, row); });
   if (m_measure) m_split.host_rows += n;
 }
 
@@ -881,7 +837,7 @@ int FeatureExchange::pack_reverse(int n, int first, double *buf) const
   const PackTimer timer(*this);
   const double *st = stage() + std::size_t(first) * m_words;
   const std::size_t row = std::size_t(m_words) * sizeof(double);
-  for_rows(n, row, [&](int q) { std::memcpy(buf + std::size_t(q) * m_words, st + std::size_t(q) * m_words, row); });
+  RowLoop{host_threads(), m_settings.parallel_bytes}(n, row, [&](int q) { std::memcpy(buf + std::size_t(q) * m_words, st + std::size_t(q) * m_words, row); });
   if (m_measure) m_split.host_rows += n;
   return n * m_words;
 }
@@ -908,11 +864,11 @@ void FeatureExchange::unpack_reverse(int n, const int *list, const double *buf)
   // The atoms of one swap's list are distinct, but with self swaps two of them can share a root
   // (an atom and its periodic image sent in one swap): then the rows add one after another.
   // (The check only where threads would run.)
-  if (m_has_self && (exchange_threads() == 1 || std::size_t(n) * m_words * sizeof(double) < parallel_bytes() ||
+  if (m_has_self && (host_threads() == 1 || std::size_t(n) * m_words * sizeof(double) < m_settings.parallel_bytes ||
                      !distinct_roots(n, list)))
     for (int q = 0; q < n; q++) add(q);
   else
-    for_rows(n, std::size_t(m_words) * sizeof(double), add);
+    RowLoop{host_threads(), m_settings.parallel_bytes}(n, std::size_t(m_words) * sizeof(double), add);
   if (m_measure) m_split.host_rows += n;
 }
 

@@ -18,7 +18,7 @@
    a device twin: node rows are reordered into atom order on the device, and
    only the stage's owned block (forward) or ghost block (reverse) crosses
    the bus to the pinned host stage that LAMMPS packs, and only the other
-   block comes back. EDGEFRAME_STAGE_EXCHANGE=1 takes that staged path on
+   block comes back. exchange_stage yes takes that staged path on
    host builds too, so that the CPU tests cover the code the GPU runs.
 
    Swaps to this same rank (periodic images: all swaps on one rank, the
@@ -31,11 +31,11 @@
    LAMMPS' reverse swaps, and pack and unpack the MPI swaps through roots.
    Same sums, other order: results agree to rounding. The host's pack and
    unpack (the larger part of the two-GPU exchange's LAMMPS time) shrink to
-   the MPI swaps' rows. EDGEFRAME_EXCHANGE_SELF_SWAPS=lammps keeps the
+   the MPI swaps' rows. exchange_self_swaps lammps keeps the
    self swaps in LAMMPS (roots are the atoms themselves), for comparison.
 
    Direct MPI (the default on the staged path with comm_style brick;
-   EDGEFRAME_EXCHANGE_MPI=lammps goes through LAMMPS' swaps instead): the
+   exchange_swaps lammps goes through LAMMPS' swaps instead): the
    exchange makes the MPI swaps itself instead of through LAMMPS' pack and
    unpack. A second trace (reverse) tells each rank where its swaps send;
    then, swap by swap in LAMMPS' order, the rows a swap sends are gathered
@@ -67,17 +67,42 @@ namespace edgeframe_glue {
   struct NodeMap;
   class PeerOutbox;    // edgeframe_peer.h
 
+  // How the per-layer exchange moves rows: pair_style keywords (doc/pair_edgeframe.md
+  // "Ghost exchange settings"), the same on every rank because every rank reads the same input.
+  struct ExchangeSettings {
+    enum class Swaps { automatic, direct, lammps };
+    enum class Transport { automatic, mpi, cuda_ipc };
+    // exchange_stage yes: reorder rows on the device and stage them through pinned host buffers
+    // also where the engine's memory is host memory (CUDA builds always do).
+    bool stage = false;
+    // exchange_self_swaps skip (default): rows a rank sends to itself (periodic images) are
+    // copied in place from their roots; lammps: LAMMPS' comm makes every swap.
+    bool skip_self_swaps = true;
+    // exchange_swaps: direct = the exchange makes LAMMPS' brick swaps itself from the staged
+    // rows; lammps = through LAMMPS' pack/unpack callbacks; automatic = direct where it applies
+    // (staged, self swaps skipped, comm_style brick).
+    Swaps swaps = Swaps::automatic;
+    // exchange_transport of the direct swaps: cuda_ipc between the GPUs of one node
+    // (edgeframe_peer.h), mpi from pinned buffers; automatic = CUDA IPC where the engine runs
+    // on CUDA and every rank can reach its partners, else MPI.
+    Transport transport = Transport::automatic;
+    // exchange_threads N: OpenMP threads of the host row loops that move at least
+    // exchange_parallel_bytes (default 4 MiB; 0 threads every loop, as the tests do).
+    int threads = 1;
+    std::size_t parallel_bytes = std::size_t(4) << 20;
+  };
+
   class FeatureExchange : public edgeframe::NodeExchange {
    public:
-    FeatureExchange(Comm *comm, Pair *pair, MPI_Comm world);
+    FeatureExchange(Comm *comm, Pair *pair, MPI_Comm world, const ExchangeSettings &settings);
     ~FeatureExchange() override;
 
     // Doubles per atom and exchange for rows of width values of this type (the pair's
     // comm_forward / comm_reverse): width for f64, width / 2 rounded up for f32.
     static int stage_words(int width, edgeframe::RowType type);
 
-    // OpenMP threads of the large host row loops (EDGEFRAME_EXCHANGE_THREADS; 1 without OpenMP).
-    static int host_threads();
+    // OpenMP threads of the large host row loops (ExchangeSettings::threads; 1 without OpenMP).
+    int host_threads() const;
 
     // After each neighbour-list build (LAMMPS' swap lists and ghosts change only then): the
     // nodes (nullptr on a rank without nodes), the LAMMPS atom counts nlocal and nall = nlocal +
@@ -115,7 +140,7 @@ namespace edgeframe_glue {
     // the staged path, comm_style brick, and room for the traces. bind() decides by it.
     bool direct_swaps_for(int width, edgeframe::RowType type) const;
     bool made_direct_swaps() const { return m_direct; }      // ... and the last bind chose them
-    // ... over CUDA IPC (EDGEFRAME_EXCHANGE_TRANSPORT, edgeframe_peer.h) instead of MPI; where it
+    // ... over CUDA IPC (exchange_transport, edgeframe_peer.h) instead of MPI; where it
     // was tried and not possible, why not; and whether it was asked for by name.
     bool made_peer_swaps() const { return m_direct && m_use_peer; }
     std::string peer_refusal() const;
@@ -199,10 +224,11 @@ namespace edgeframe_glue {
       int target_begin = 0, n_targets = 0;             // reverse: m_rev_targets[target_begin ..)
     };
     MPI_Comm m_world;
-    bool m_want_direct = false;           // EDGEFRAME_EXCHANGE_MPI direct or unset (with self swaps skipped)
+    ExchangeSettings m_settings;
+    bool m_want_direct = false;           // exchange_swaps direct or automatic (with self swaps skipped)
     bool m_direct = false;                // this force call: staged, brick, traced
     std::vector<Swap> m_swaps;
-    bool m_want_peer = false;             // EDGEFRAME_EXCHANGE_TRANSPORT: try CUDA IPC
+    bool m_want_peer = false;             // exchange_transport: try CUDA IPC
     bool m_peer_asked = false;            // ... by name (cuda-ipc), not by default
     bool m_use_peer = false;              // ... and the last build_swaps() could (all ranks)
     std::unique_ptr<PeerOutbox> m_peer;

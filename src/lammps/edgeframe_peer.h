@@ -1,8 +1,8 @@
 /* -*- c++ -*- ----------------------------------------------------------
    CUDA IPC transport for the exchange's direct swaps (issue #8): the
-   default where the engine runs on CUDA (EDGEFRAME_EXCHANGE_TRANSPORT=mpi
-   turns it off, =cuda-ipc asks for it by name). Measured on two H200s of
-   one node (2026-11-30g, doc/benchmarks.md): exchange per force call 12.6
+   default where the engine runs on CUDA (exchange_transport mpi
+   turns it off, cuda-ipc asks for it by name). Measured on two H200s of
+   one node (bench/results/benchmarks-log.md): exchange per force call 12.6
    -> 2.7 ms at 2 x 32 768 atoms, weak scaling 83 -> 93 %.
 
    The direct MPI swaps copy each swap's rows device -> pinned host ->

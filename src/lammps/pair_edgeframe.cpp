@@ -159,18 +159,64 @@ void PairEdgeframe::settings(int narg, char **arg)
     } else if (key == "min_distance") {
       m_min_distance = utils::numeric(FLERR, value, false, lmp);
       if (!(m_min_distance >= 0.0)) error->all(FLERR, "pair_style edgeframe: min_distance must be >= 0 (got {})", value);
+    } else if (key.rfind("exchange_", 0) == 0 || key == "device_comm") {
+      exchange_keyword(key, value);
     } else {
-      error->all(FLERR, "pair_style edgeframe: unknown keyword '{}' (valid: precision, activations, edge_chunk, memory_budget, min_distance, fold_images, ghost_mode, timing)", key);
+      error->all(FLERR, "pair_style edgeframe: unknown keyword '{}' (valid: precision, activations, edge_chunk, memory_budget, min_distance, fold_images, ghost_mode, timing, exchange_stage, exchange_self_swaps, exchange_swaps, exchange_transport, exchange_threads, exchange_parallel_bytes, device_comm)", key);
     }
     iarg += 2;
   }
+  if (m_exchange_settings.swaps == edgeframe_glue::ExchangeSettings::Swaps::direct &&
+      !m_exchange_settings.skip_self_swaps)
+    error->all(FLERR, "pair_style edgeframe: exchange_swaps direct needs exchange_self_swaps skip");
   m_evaluator.reset();    // a re-issued pair_style (new precision, activations) needs a new evaluator
+  m_feature_exchange.reset();    // ... and new exchange settings a new exchange (made and bound at the next run)
   m_model_block_printed = false;    // ... and the model block says what it runs with
   // The plain style runs the engine on Kokkos' default execution space even when LAMMPS was
   // started without "-k on"; then nobody else initialises Kokkos.
   call_engine(error, Scope::ALL, FLERR, "pair_style edgeframe", [] {
     if (edgeframe::ensure_kokkos_initialized()) std::atexit(finalize_kokkos_at_exit);
   });
+}
+
+// The ghost exchange's settings (doc/pair_edgeframe.md "Ghost exchange settings").
+void PairEdgeframe::exchange_keyword(const std::string &key, const std::string &value)
+{
+  using Settings = edgeframe_glue::ExchangeSettings;
+  Settings &x = m_exchange_settings;
+  if (key == "exchange_stage") {
+    x.stage = utils::logical(FLERR, value, false, lmp);
+  } else if (key == "exchange_self_swaps") {
+    if (value != "skip" && value != "lammps")
+      error->all(FLERR, "pair_style edgeframe: unknown exchange_self_swaps '{}' (valid: skip, lammps)", value);
+    x.skip_self_swaps = value == "skip";
+  } else if (key == "exchange_swaps") {
+    if (value != "auto" && value != "direct" && value != "lammps")
+      error->all(FLERR, "pair_style edgeframe: unknown exchange_swaps '{}' (valid: auto, direct, lammps)", value);
+    x.swaps = value == "direct" ? Settings::Swaps::direct
+            : value == "lammps" ? Settings::Swaps::lammps
+                                : Settings::Swaps::automatic;
+  } else if (key == "exchange_transport") {
+    if (value != "auto" && value != "mpi" && value != "cuda-ipc")
+      error->all(FLERR, "pair_style edgeframe: unknown exchange_transport '{}' (valid: auto, mpi, cuda-ipc)", value);
+    x.transport = value == "mpi" ? Settings::Transport::mpi
+                : value == "cuda-ipc" ? Settings::Transport::cuda_ipc
+                                      : Settings::Transport::automatic;
+  } else if (key == "exchange_threads") {
+    x.threads = utils::inumeric(FLERR, value, false, lmp);
+    if (x.threads < 1) error->all(FLERR, "pair_style edgeframe: exchange_threads must be >= 1 (got {})", value);
+  } else if (key == "exchange_parallel_bytes") {
+    const bigint bytes = utils::bnumeric(FLERR, value, false, lmp);
+    if (bytes < 0) error->all(FLERR, "pair_style edgeframe: exchange_parallel_bytes must be >= 0 (got {})", value);
+    x.parallel_bytes = std::size_t(bytes);
+  } else if (key == "device_comm") {
+    if (!kokkosable)
+      error->all(FLERR, "pair_style edgeframe: device_comm applies to edgeframe/kk only (run with -sf kk, or drop it)");
+    m_device_comm_allowed = utils::logical(FLERR, value, false, lmp);
+  } else {
+    error->all(FLERR, "pair_style edgeframe: unknown keyword '{}' (valid: exchange_stage, exchange_self_swaps, "
+               "exchange_swaps, exchange_transport, exchange_threads, exchange_parallel_bytes, device_comm)", key);
+  }
 }
 
 void PairEdgeframe::coeff(int narg, char **arg)
@@ -299,7 +345,7 @@ void PairEdgeframe::init_style()
     force->pair->comm_reverse = std::max(force->pair->comm_reverse, comm_reverse);
   }
   if (m_exchange && !m_feature_exchange)
-    m_feature_exchange = std::make_unique<edgeframe_glue::FeatureExchange>(comm, this, world);
+    m_feature_exchange = std::make_unique<edgeframe_glue::FeatureExchange>(comm, this, world, m_exchange_settings);
   if (m_exchange) m_feature_exchange->set_comm(comm);
   if (m_exchange) m_feature_exchange->use_device_comm(m_exchange_device_comm);
   if (m_exchange) m_feature_exchange->measure_split(m_timing_detail);
@@ -316,10 +362,9 @@ void PairEdgeframe::init_style()
     comm->cutghostuser = m_cutghost_before;
     m_cutghost_raised = false;
   }
-  if (m_exchange && comm->me == 0 && edgeframe_glue::FeatureExchange::host_threads() > 1 &&
-      !m_feature_exchange->device_comm())
-    utils::logmesg(lmp, "edgeframe: exchange host copies on {} OpenMP threads (EDGEFRAME_EXCHANGE_THREADS)\n",
-                   edgeframe_glue::FeatureExchange::host_threads());
+  if (m_exchange && comm->me == 0 && m_feature_exchange->host_threads() > 1 && !m_feature_exchange->device_comm())
+    utils::logmesg(lmp, "edgeframe: exchange host copies on {} OpenMP threads (exchange_threads)\n",
+                   m_feature_exchange->host_threads());
   if (m_exchange && comm->me == 0)
     utils::logmesg(lmp,
                    "edgeframe: ghost mode exchange: ghost cutoff r_cut + skin = {:.4g} A; {} features per atom "
@@ -651,7 +696,7 @@ void PairEdgeframe::note_first_call()
 
 // The loop's split: every part per force call after the first, and the first (setup) call
 // apart. The end-of-run sums mix them, and in a short benchmark run the setup call's rebuild and
-// traces are a visible share (doc/benchmarks.md, 2026-11-30f). Collective, from finish().
+// traces are a visible share. Collective, from finish().
 void PairEdgeframe::print_split_after_first_call()
 {
   double now[7], after[7], first_sum[7], first_max[7], after_sum[7], after_max[7];
@@ -688,14 +733,14 @@ void PairEdgeframe::reduce_exchange_split()
   MPI_Allreduce(v, m_split_max, 8, MPI_DOUBLE, MPI_MAX, world);
 }
 
-// Which transport the direct swaps took (EDGEFRAME_EXCHANGE_TRANSPORT), once per run, rank 0.
+// Which transport the direct swaps took (exchange_transport), once per run, rank 0.
 void PairEdgeframe::print_transport()
 {
   if (m_feature_exchange->made_peer_swaps())
     utils::logmesg(lmp, "edgeframe: direct swaps over CUDA IPC (each rank copies its partners' rows device to device)\n");
   else if (!m_feature_exchange->peer_refusal().empty())
     utils::logmesg(lmp, "edgeframe: {} not possible here ({}): direct MPI swaps\n",
-                   m_feature_exchange->peer_asked() ? "EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc" : "CUDA IPC",
+                   m_feature_exchange->peer_asked() ? "exchange_transport cuda-ipc" : "CUDA IPC",
                    m_feature_exchange->peer_refusal());
 }
 

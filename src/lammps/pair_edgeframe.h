@@ -73,6 +73,8 @@ class PairEdgeframe : public Pair {
   struct EdgeframeBuffers *m_buffers;  // engine-side positions and species (pair_edgeframe.cpp)
   std::unique_ptr<edgeframe_glue::FeatureExchange> m_feature_exchange;    // exchange mode
   bool m_exchange_device_comm = false;    // exchange through LAMMPS-KOKKOS' device communication (/kk sets it)
+  edgeframe_glue::ExchangeSettings m_exchange_settings;    // keywords exchange_*
+  bool m_device_comm_allowed = true;      // keyword device_comm (edgeframe/kk only): yes | no
   int m_exchange_width = 0;           // D * C values per atom and exchange
   edgeframe::RowType m_exchange_type = edgeframe::RowType::f32;    // their element type (precision)
 
@@ -94,6 +96,7 @@ class PairEdgeframe : public Pair {
   bool m_model_block_printed = false;
 
   void allocate();
+  void exchange_keyword(const std::string &key, const std::string &value);    // settings(): exchange_*, device_comm
   // need_newton: forces land on ghost atoms and must be reverse-communicated (every path but
   // the device path of /kk, whose folded graph puts every force on an owned atom).
   void check_run_preconditions(bool need_newton);

@@ -1,5 +1,6 @@
 """LAMMPS-level tests: run the real lmp binary with the real plugin on real input scripts."""
 import os
+import re
 import subprocess
 import textwrap
 from pathlib import Path
@@ -12,14 +13,28 @@ def pytest_addoption(parser):
     parser.addoption("--plugin", default=os.environ.get("EDGEFRAME_PLUGIN", ""), help="path to edgeframeplugin.so")
 
 
+EDGEFRAME_STYLE = re.compile(r"^(\s*pair_style\s+(?:hybrid(?:/overlay|/scaled)?\s+.*?)?edgeframe\b)", re.MULTILINE)
+
+
 class LammpsRun:
-    """Runs one input script in a scratch folder and keeps what LAMMPS printed."""
+    """Runs one input script in a scratch folder and keeps what LAMMPS printed.
+
+    style_keywords: pair_style edgeframe keywords (name -> value) added to every edgeframe
+    pair_style line of the scripts this run is given, also inside hybrid (the exchange tests
+    set their exchange_* settings here)."""
 
     def __init__(self, lmp: str, plugin: str, workdir: Path):  # plugin: absolute path
         self.lmp, self.plugin, self.workdir = lmp, plugin, workdir
+        self.style_keywords = {}
+
+    def with_style_keywords(self, script: str) -> str:
+        if not self.style_keywords:
+            return script
+        extra = "".join(f" {k} {v}" for k, v in self.style_keywords.items())
+        return EDGEFRAME_STYLE.sub(lambda m: m.group(1) + extra, script)
 
     def __call__(self, script: str, args=(), nprocs: int = 1, timeout: int = 300):
-        text = f"plugin load {self.plugin}\n" + textwrap.dedent(script)
+        text = f"plugin load {self.plugin}\n" + self.with_style_keywords(textwrap.dedent(script))
         inp = self.workdir / "in.test"
         inp.write_text(text)
         cmd = [self.lmp, "-in", str(inp), "-log", "none", *args]

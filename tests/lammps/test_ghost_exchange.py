@@ -20,10 +20,10 @@ PK_HOST_DATA = ("-pk", "kokkos", "newton", "on", "neigh", "half")
 
 
 @pytest.fixture(autouse=True)
-def mpi_transport_unless_asked(monkeypatch):
+def mpi_transport_unless_asked(lammps):
     """The direct swaps' transport defaults to CUDA IPC on CUDA builds; the tests of the MPI
     swaps (their split line, bus bytes) must test MPI there too. The CUDA IPC tests ask for it."""
-    monkeypatch.setenv("EDGEFRAME_EXCHANGE_TRANSPORT", "mpi")
+    lammps.style_keywords["exchange_transport"] = "mpi"
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ def test_exchange_matches_reference_and_shell(lammps, tmp_path, small_model, nam
 @pytest.mark.parametrize("path_kind,grid,odd", [("direct", "4 1 1", False), ("staged", "2 2 1", False),
                                                ("staged-lammps-threaded", "2 2 1", False), ("direct", "4 1 1", True),
                                                ("staged", "2 2 1", True), ("staged-lammps", "2 2 1", True)])
-def test_exchange_fp32_matches_reference(lammps, tmp_path, small_model, odd_width_model, monkeypatch, path_kind, grid,
+def test_exchange_fp32_matches_reference(lammps, tmp_path, small_model, odd_width_model, path_kind, grid,
                                          odd):
     # Float features travel as their bytes, two per slot of LAMMPS' double buffers, and float
     # gradients are summed onto their owners in float: 4 ranks, so most rows cross a rank.
@@ -94,17 +94,17 @@ def test_exchange_fp32_matches_reference(lammps, tmp_path, small_model, odd_widt
     # exchange on two OpenMP threads (by default only loops moving 4 MiB or more are, which no
     # test box reaches).
     if path_kind.startswith("staged"):
-        monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+        lammps.style_keywords["exchange_stage"] = "yes"
     if "-lammps" in path_kind:
-        monkeypatch.setenv("EDGEFRAME_EXCHANGE_MPI", "lammps")
+        lammps.style_keywords["exchange_swaps"] = "lammps"
     if path_kind.endswith("threaded"):
-        monkeypatch.setenv("EDGEFRAME_EXCHANGE_THREADS", "2")
-        monkeypatch.setenv("EDGEFRAME_EXCHANGE_PARALLEL_BYTES", "0")
+        lammps.style_keywords["exchange_threads"] = "2"
+        lammps.style_keywords["exchange_parallel_bytes"] = "0"
     model, path = odd_width_model if odd else small_model
     atoms, boundary = structure("diamond64")
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=4, pre=f"processors {grid}",
                                        style_args=" ghost_mode exchange", precision="fp32")
-    # CUDA builds always stage the plain style's exchange (EDGEFRAME_STAGE_EXCHANGE forces it on CPUs).
+    # CUDA builds always stage the plain style's exchange (exchange_stage yes forces it on CPUs).
     assert ("staged through pinned host memory" in output) == (path_kind.startswith("staged") or ON_GPU)
     check_fp32_against_reference(model, atoms, q, thermo, dump)
 
@@ -141,7 +141,7 @@ def test_exchange_md_with_migration_equals_shell(lammps, tmp_path, small_model):
 
 
 @pytest.mark.parametrize("staged", [False, True])
-def test_exchange_with_null_types_on_several_ranks(lammps, tmp_path, small_model, monkeypatch, staged):
+def test_exchange_with_null_types_on_several_ranks(lammps, tmp_path, small_model, staged):
     # Cu NULL for edgeframe (lj/cut with epsilon 0 takes them): ranks whose owned atoms are all
     # Cu have no nodes and still take part in the exchanges, and Cu atoms relay gradients in the
     # reverse exchange without adding any. Energy and forces against the reference on the carbon
@@ -149,9 +149,9 @@ def test_exchange_with_null_types_on_several_ranks(lammps, tmp_path, small_model
     # host loops threaded): owned atoms that are no node sit between the nodes in the
     # device-side reordering.
     if staged:
-        monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
-        monkeypatch.setenv("EDGEFRAME_EXCHANGE_THREADS", "2")
-        monkeypatch.setenv("EDGEFRAME_EXCHANGE_PARALLEL_BYTES", "0")
+        lammps.style_keywords["exchange_stage"] = "yes"
+        lammps.style_keywords["exchange_threads"] = "2"
+        lammps.style_keywords["exchange_parallel_bytes"] = "0"
     model, path = small_model
     atoms, _ = structure("triclinic_ccu16")
     q = write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
@@ -165,7 +165,7 @@ def test_exchange_with_null_types_on_several_ranks(lammps, tmp_path, small_model
                "run 0 post no\n")
     run = lammps(script, nprocs=3)
     assert run.returncode == 0, run.output[-2000:]
-    # CUDA builds always stage the plain style's exchange (EDGEFRAME_STAGE_EXCHANGE forces it on CPUs).
+    # CUDA builds always stage the plain style's exchange (exchange_stage yes forces it on CPUs).
     assert ("staged through pinned host memory" in run.output) == (staged or ON_GPU)
     assert staged == ("exchange host copies on 2 OpenMP threads" in run.output)
     keep = [k for k, s in enumerate(atoms.symbols) if s == "C"]
@@ -181,13 +181,13 @@ def test_exchange_with_null_types_on_several_ranks(lammps, tmp_path, small_model
 
 
 @pytest.mark.parametrize("mode", ["exchange", "exchange-staged", "exchange-staged-lammps", "shell"])
-def test_timing_detail_prints_the_split(lammps, tmp_path, small_model, monkeypatch, mode):
+def test_timing_detail_prints_the_split(lammps, tmp_path, small_model, mode):
     # exchange-staged: the CUDA builds' path, its own MPI swaps (the default there); -lammps:
     # LAMMPS' swaps from the pinned stage.
     if mode.startswith("exchange-staged"):
-        monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+        lammps.style_keywords["exchange_stage"] = "yes"
     if mode.endswith("-lammps"):
-        monkeypatch.setenv("EDGEFRAME_EXCHANGE_MPI", "lammps")
+        lammps.style_keywords["exchange_swaps"] = "lammps"
     staged = mode.startswith("exchange-staged") or (ON_GPU and mode == "exchange")
     direct = staged and not mode.endswith("-lammps")
     _, path = small_model
@@ -277,21 +277,21 @@ def exchange_rows_per_exchange(output):
 
 @pytest.mark.parametrize("nprocs,grid,staged", [(1, "1 1 1", False), (2, "2 1 1", False), (2, "2 1 1", True),
                                                 (4, "1 2 2", False), (4, "1 2 2", True)])
-def test_swaps_to_the_same_rank_stay_off_the_host(lammps, tmp_path, small_model, monkeypatch, nprocs, grid, staged):
+def test_swaps_to_the_same_rank_stay_off_the_host(lammps, tmp_path, small_model, nprocs, grid, staged):
     # Ghosts that are periodic images made on this rank take their root's row instead of being
     # packed and unpacked on the host: on one rank (every swap to itself) the host moves no row
     # at all; on 2 and 4 ranks only the MPI swaps' rows move (1 2 2: the x swaps are self swaps,
     # so the MPI swaps along y and z send atoms together with their images, which share a root).
-    # EDGEFRAME_EXCHANGE_SELF_SWAPS=lammps (LAMMPS does every swap) gives the same forces to
+    # exchange_self_swaps lammps (LAMMPS does every swap) gives the same forces to
     # rounding and moves more rows.
     model, path = small_model
     atoms, boundary = structure("diamond64")
     if staged or ON_GPU:
-        monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
-    monkeypatch.setenv("EDGEFRAME_EXCHANGE_MPI", "lammps")    # the host rows counted are LAMMPS' swaps'
+        lammps.style_keywords["exchange_stage"] = "yes"
+    lammps.style_keywords["exchange_swaps"] = "lammps"    # the host rows counted are LAMMPS' swaps'
     runs = {}
     for self_swaps in ("skip", "lammps"):
-        monkeypatch.setenv("EDGEFRAME_EXCHANGE_SELF_SWAPS", self_swaps)
+        lammps.style_keywords["exchange_self_swaps"] = self_swaps
         q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs,
                                            pre=f"processors {grid}",
                                            style_args=" fold_images no ghost_mode exchange timing detail")
@@ -309,15 +309,15 @@ def test_swaps_to_the_same_rank_stay_off_the_host(lammps, tmp_path, small_model,
     assert close(dump_skip[:, 1:4], dump_lammps[:, 1:4], rel=1e-10)
 
 
-def test_bad_self_swaps_setting_is_an_error(lammps, tmp_path, small_model, monkeypatch):
+def test_bad_self_swaps_setting_is_an_error(lammps, tmp_path, small_model):
     _, path = small_model
     atoms, boundary = structure("diamond64")
-    monkeypatch.setenv("EDGEFRAME_EXCHANGE_SELF_SWAPS", "device")
+    lammps.style_keywords["exchange_self_swaps"] = "device"
     write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
     script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp64 ghost_mode exchange fold_images no", model=path,
                                  elements="C Cu", nktv2p=METAL_NKTV2P, pre="", extra="")
     run = lammps(script)
-    assert run.returncode != 0 and "EDGEFRAME_EXCHANGE_SELF_SWAPS must be 'skip' (the default) or 'lammps'" in run.output, \
+    assert run.returncode != 0 and "unknown exchange_self_swaps 'device' (valid: skip, lammps)" in run.output, \
         run.output[-2000:]
 
 
@@ -410,7 +410,7 @@ DIRECT = "MPI swaps made directly)"
 
 
 IPC_USED = "edgeframe: direct swaps over CUDA IPC"
-IPC_REFUSED = "edgeframe: EDGEFRAME_EXCHANGE_TRANSPORT=cuda-ipc not possible here (not a CUDA build): direct MPI swaps"
+IPC_REFUSED = "edgeframe: exchange_transport cuda-ipc not possible here (not a CUDA build): direct MPI swaps"
 IPC_REFUSED_BY_DEFAULT = "edgeframe: CUDA IPC not possible here"
 
 
@@ -419,9 +419,9 @@ IPC_REFUSED_BY_DEFAULT = "edgeframe: CUDA IPC not possible here"
     ("diamond64", 2, "2 1 1", "fp64"), ("diamond64", 4, "1 2 2", "fp64"), ("diamond64", 8, "8 1 1", "fp64"),
     ("diamond64", 8, "2 2 2", "fp64"), ("bcc_cu54", 4, "1 2 2", "fp64"), ("cluster", 4, "4 1 1", "fp64"),
     ("triclinic_ccu16", 3, "3 1 1", "fp64"), ("diamond64", 4, "2 2 1", "fp32")])
-def test_direct_mpi_exchange_matches_the_reference(lammps, tmp_path, small_model, odd_width_model, monkeypatch, name,
+def test_direct_mpi_exchange_matches_the_reference(lammps, tmp_path, small_model, odd_width_model, name,
                                                    nprocs, grid, precision, transport):
-    # EDGEFRAME_EXCHANGE_MPI=direct: the staged exchange makes LAMMPS' brick swaps itself, from
+    # exchange_swaps direct: the staged exchange makes LAMMPS' brick swaps itself, from
     # the traces (sender, destination, lists), with no host pack / unpack. Subdomains thinner
     # than the cutoff (8 1 1: ghosts relayed over several swaps), self swaps in the first
     # dimension followed by MPI swaps that send atoms with their images (1 2 2), three
@@ -429,9 +429,9 @@ def test_direct_mpi_exchange_matches_the_reference(lammps, tmp_path, small_model
     # rows of odd width (padding in the last double). Transport cuda-ipc: the swaps copy rows
     # device to device between the ranks' GPUs (edgeframe_peer.h) on CUDA builds (the ranks
     # share a node here); host builds say why not and keep the MPI swaps.
-    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
-    monkeypatch.setenv("EDGEFRAME_EXCHANGE_MPI", "direct")
-    monkeypatch.setenv("EDGEFRAME_EXCHANGE_TRANSPORT", transport)
+    lammps.style_keywords["exchange_stage"] = "yes"
+    lammps.style_keywords["exchange_swaps"] = "direct"
+    lammps.style_keywords["exchange_transport"] = transport
     model, path = odd_width_model if precision == "fp32" else small_model
     atoms, boundary = structure(name)
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs,
@@ -451,15 +451,15 @@ def test_direct_mpi_exchange_matches_the_reference(lammps, tmp_path, small_model
         check_against_reference(expected(model, atoms, q), thermo, dump)
 
 
-def staged_md_40_steps_agree(lammps, tmp_path, small_model, monkeypatch, variable, marker, used):
-    """40 MD steps on 4 ranks (staged exchange, 2 2 1) for each of two settings of `variable`:
+def staged_md_40_steps_agree(lammps, tmp_path, small_model, keyword, marker, used):
+    """40 MD steps on 4 ranks (staged exchange, 2 2 1) for each of two values of `keyword`:
     `marker` is in the log exactly when used[setting], and the two trajectories agree to 1e-9."""
-    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    lammps.style_keywords["exchange_stage"] = "yes"
     _, path = small_model
     atoms, _ = structure("diamond64")
     rows = {}
     for how in used:
-        monkeypatch.setenv(variable, how)
+        lammps.style_keywords[keyword] = how
         output, rows[how] = md_40_steps(lammps, tmp_path, path, atoms, "2 2 1", " ghost_mode exchange timing detail")
         assert (marker in output) == used[how], output[-1500:]
     a, b = rows.values()
@@ -467,18 +467,18 @@ def staged_md_40_steps_agree(lammps, tmp_path, small_model, monkeypatch, variabl
     assert close(a, b, rel=1e-9)
 
 
-def test_cuda_ipc_md_with_migration_equals_mpi_swaps(lammps, tmp_path, small_model, monkeypatch):
+def test_cuda_ipc_md_with_migration_equals_mpi_swaps(lammps, tmp_path, small_model):
     # 40 MD steps on 4 ranks, rebuilds every step: the outboxes are rebound (and grown) with the
     # swaps; the trajectory equals the MPI transport's.
-    staged_md_40_steps_agree(lammps, tmp_path, small_model, monkeypatch, "EDGEFRAME_EXCHANGE_TRANSPORT", IPC_USED,
+    staged_md_40_steps_agree(lammps, tmp_path, small_model, "exchange_transport", IPC_USED,
                              {"cuda-ipc": ON_GPU, "mpi": False})
 
 
-def test_cuda_ipc_is_the_default_transport_where_the_engine_runs_on_cuda(lammps, tmp_path, small_model, monkeypatch):
+def test_cuda_ipc_is_the_default_transport_where_the_engine_runs_on_cuda(lammps, tmp_path, small_model):
     # Unset: CUDA builds take CUDA IPC (the ranks share a node here); host builds never try it
     # and print nothing about it.
-    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
-    monkeypatch.delenv("EDGEFRAME_EXCHANGE_TRANSPORT")
+    lammps.style_keywords["exchange_stage"] = "yes"
+    lammps.style_keywords.pop("exchange_transport")
     model, path = small_model
     atoms, boundary = structure("diamond64")
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=2, pre="processors 2 1 1",
@@ -489,11 +489,11 @@ def test_cuda_ipc_is_the_default_transport_where_the_engine_runs_on_cuda(lammps,
     check_against_reference(expected(model, atoms, q), thermo, dump)
 
 
-def test_direct_mpi_exchange_relays_through_empty_ranks(lammps, tmp_path, small_model, monkeypatch):
+def test_direct_mpi_exchange_relays_through_empty_ranks(lammps, tmp_path, small_model):
     # The vacuum-gap case of test_exchange_through_empty_ranks_that_relay with direct MPI: a rank
     # that owns no atom forwards and returns rows it never uses, swap after swap.
-    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
-    monkeypatch.setenv("EDGEFRAME_EXCHANGE_MPI", "direct")
+    lammps.style_keywords["exchange_stage"] = "yes"
+    lammps.style_keywords["exchange_swaps"] = "direct"
     model, path = small_model
     atoms, boundary = structure("diamond64")
     atoms = atoms.copy()
@@ -504,18 +504,18 @@ def test_direct_mpi_exchange_relays_through_empty_ranks(lammps, tmp_path, small_
     check_against_reference(expected(model, atoms, q), thermo, dump)
 
 
-def test_direct_mpi_exchange_md_with_migration_equals_lammps_swaps(lammps, tmp_path, small_model, monkeypatch):
+def test_direct_mpi_exchange_md_with_migration_equals_lammps_swaps(lammps, tmp_path, small_model):
     # 40 MD steps on 4 ranks with rebuilds every step (the swaps' lists change every step, so
     # the traces are redone): direct MPI and LAMMPS' swaps give the same trajectory.
-    staged_md_40_steps_agree(lammps, tmp_path, small_model, monkeypatch, "EDGEFRAME_EXCHANGE_MPI",
+    staged_md_40_steps_agree(lammps, tmp_path, small_model, "exchange_swaps",
                              "| direct MPI swaps (MPI, waiting) ", {"direct": True, "lammps": False})
 
 
-def test_swaps_are_traced_at_neighbour_list_builds_only(lammps, tmp_path, small_model, monkeypatch):
+def test_swaps_are_traced_at_neighbour_list_builds_only(lammps, tmp_path, small_model):
     # Ghosts and swap lists change only where LAMMPS builds its neighbour lists, so the exchange
     # traces the swaps there and reuses the traces in between: 40 MD steps with builds every 5
     # steps give the shell mode's trajectory (which has no traces) with 9 traces (setup + 8).
-    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    lammps.style_keywords["exchange_stage"] = "yes"
     _, path = small_model
     atoms, _ = structure("diamond64")
     output, rows = md_40_steps(lammps, tmp_path, path, atoms, "2 2 1", " ghost_mode exchange timing detail", every=5)
@@ -534,15 +534,15 @@ def bus_gigabytes(output):
                            split).group(1))
 
 
-def test_direct_mpi_moves_fewer_bytes_across_the_bus(lammps, tmp_path, small_model, monkeypatch):
+def test_direct_mpi_moves_fewer_bytes_across_the_bus(lammps, tmp_path, small_model):
     # Direct MPI copies only the rows its swaps send and receive; the LAMMPS-swap path copies the
     # whole owned block up and the whole ghost block down (and back in reverse).
-    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    lammps.style_keywords["exchange_stage"] = "yes"
     model, path = small_model
     atoms, boundary = structure("bcc_cu54")
     gb = {}
     for how in ("direct", "lammps"):
-        monkeypatch.setenv("EDGEFRAME_EXCHANGE_MPI", how)
+        lammps.style_keywords["exchange_swaps"] = how
         q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=2, pre="processors 2 1 1",
                                            style_args=" ghost_mode exchange timing detail")
         check_against_reference(expected(model, atoms, q), thermo, dump, per_atom=False)
@@ -550,11 +550,11 @@ def test_direct_mpi_moves_fewer_bytes_across_the_bus(lammps, tmp_path, small_mod
     assert 0 < gb["direct"] < gb["lammps"], gb
 
 
-def test_shared_roots_add_one_after_another_with_threads(lammps, tmp_path, small_model, monkeypatch):
+def test_shared_roots_add_one_after_another_with_threads(lammps, tmp_path, small_model):
     # 1 2 2: the x swaps are self swaps, so the y and z MPI swaps send atoms together with their
     # images, which share a root; with host threads on, those reverse adds must not race.
-    monkeypatch.setenv("EDGEFRAME_EXCHANGE_THREADS", "2")
-    monkeypatch.setenv("EDGEFRAME_EXCHANGE_PARALLEL_BYTES", "0")
+    lammps.style_keywords["exchange_threads"] = "2"
+    lammps.style_keywords["exchange_parallel_bytes"] = "0"
     model, path = small_model
     atoms, boundary = structure("bcc_cu54")
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=4, pre="processors 1 2 2",
@@ -573,35 +573,33 @@ def test_exchange_survives_a_comm_style_change(lammps, tmp_path, small_model):
     check_against_reference(expected(model, atoms, q), thermo, dump, per_atom=False)
 
 
-def test_bad_direct_mpi_settings_are_errors(lammps, tmp_path, small_model, monkeypatch):
+def test_bad_direct_mpi_settings_are_errors(lammps, tmp_path, small_model):
     _, path = small_model
     atoms, boundary = structure("diamond64")
     write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
     script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp64 ghost_mode exchange fold_images no", model=path,
                                  elements="C Cu", nktv2p=METAL_NKTV2P, pre="", extra="")
-    for env, text in (({"EDGEFRAME_EXCHANGE_MPI": "nccl"}, "EDGEFRAME_EXCHANGE_MPI must be 'direct' (the default where "
-                                                             "rows are staged) or 'lammps', not 'nccl'"),
-                      ({"EDGEFRAME_EXCHANGE_MPI": "direct", "EDGEFRAME_EXCHANGE_SELF_SWAPS": "lammps"},
-                       "EDGEFRAME_EXCHANGE_MPI=direct needs the self swaps skipped"),
-                      ({"EDGEFRAME_EXCHANGE_TRANSPORT": "carrier-pigeon"},
-                       "EDGEFRAME_EXCHANGE_TRANSPORT must be 'cuda-ipc' (the default where the engine runs on CUDA) or "
-                       "'mpi', not 'carrier-pigeon'")):
-        for k, v in env.items():
-            monkeypatch.setenv(k, v)
+    for keywords, text in (({"exchange_swaps": "nccl"}, "unknown exchange_swaps 'nccl' (valid: auto, direct, lammps)"),
+                           ({"exchange_swaps": "direct", "exchange_self_swaps": "lammps"},
+                            "exchange_swaps direct needs exchange_self_swaps skip"),
+                           ({"exchange_transport": "carrier-pigeon"},
+                            "unknown exchange_transport 'carrier-pigeon' (valid: auto, mpi, cuda-ipc)"),
+                           ({"exchange_threads": "0"}, "exchange_threads must be >= 1 (got 0)"),
+                           ({"exchange_stage": "maybe"}, "Expected boolean parameter instead of 'maybe'"),
+                           ({"device_comm": "no"}, "device_comm applies to edgeframe/kk only")):
+        lammps.style_keywords = dict(keywords)
         run = lammps(script)
         assert run.returncode != 0 and text in run.output, run.output[-2000:]
-        for k in env:
-            monkeypatch.delenv(k)
 
 
 @pytest.mark.parametrize("name,nprocs,grid", [("diamond64", 4, "2 2 1"), ("cluster", 4, "4 1 1"),
                                               ("diamond64", 1, "1 1 1")])
-def test_staged_exchange_matches_the_reference(lammps, tmp_path, small_model, monkeypatch, name, nprocs, grid):
+def test_staged_exchange_matches_the_reference(lammps, tmp_path, small_model, name, nprocs, grid):
     # On CUDA builds node rows are reordered into atom order on the device and only the owned
     # (forward) or ghost (reverse) block of that stage crosses to the pinned host stage
-    # (edgeframe_exchange.h). EDGEFRAME_STAGE_EXCHANGE=1 takes that path on the CPU: a block
+    # (edgeframe_exchange.h). exchange_stage yes takes that path on the CPU: a block
     # boundary off by one would leave ghosts with stale features and miss the reference.
-    monkeypatch.setenv("EDGEFRAME_STAGE_EXCHANGE", "1")
+    lammps.style_keywords["exchange_stage"] = "yes"
     model, path = small_model
     atoms, boundary = structure(name)
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs,
@@ -639,10 +637,10 @@ def test_kokkos_device_communication_matches_the_reference(lammps, tmp_path, sma
 
 
 @pytest.mark.parametrize("nprocs", [1, 4])
-def test_kokkos_exchange_through_host_buffers(lammps, tmp_path, small_model, monkeypatch, nprocs):
-    # EDGEFRAME_DEVICE_COMM=0 (and, on GPU builds, several ranks without GPU-aware MPI, which
-    # the 2-GPU runs of doc/benchmarks.md take): the exchange goes through LAMMPS' host buffers.
-    monkeypatch.setenv("EDGEFRAME_DEVICE_COMM", "0")
+def test_kokkos_exchange_through_host_buffers(lammps, tmp_path, small_model, nprocs):
+    # device_comm no (and, on GPU builds, several ranks without GPU-aware MPI, which
+    # the 2-GPU runs of doc/performance.md take): the exchange goes through LAMMPS' host buffers.
+    lammps.style_keywords["device_comm"] = "no"
     model, path = small_model
     atoms, boundary = structure("diamond64")
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs,

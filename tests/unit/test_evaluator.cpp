@@ -320,7 +320,7 @@ TEST(Evaluator, TheForwardKeepsOnlyWhatTheBackwardNeeds) {
   Evaluator ev(pot, {Precision::fp64});
   const auto d = upload(g, g.x);
   run(ev, d);  // warm: the workspace and torch's allocator settle
-  const bench::MemoryTimeline t = bench::memory_timeline_of([&] { run(ev, d); });
+  const profiling::MemoryTimeline t = profiling::memory_timeline_of([&] { run(ev, d); });
   const int E = d.graph.edges.n_edges, N = int(g.species.size());
   const int K = kk::band_rows(c.lmax, c.mmax), D = c.num_coeffs();
   // Per layer and edge the backward reads the radial activations, the gate's input z and the
@@ -367,7 +367,7 @@ TEST(Evaluator, TheMemoryModelBoundsTheMeasuredPeak) {
       opt.edge_chunk = chunk;
       Evaluator ev(pot, opt);
       run(ev, d);  // warm: the workspace and torch's allocator settle
-      const bench::MemoryTimeline t = bench::memory_timeline_of([&] { run(ev, d); });
+      const profiling::MemoryTimeline t = profiling::memory_timeline_of([&] { run(ev, d); });
       const double measured = double(t.peak) + double(ev.workspace_bytes());
       const double model = ev.activation_plan().predicted_bytes;
       std::printf("[ measured ] %s %s: torch peak %.3f MiB + workspace %.3f MiB = %.3f MiB; model %.3f MiB (%.2fx)\n",
@@ -491,42 +491,22 @@ TEST(Evaluator, AutomaticActivationsRecomputeWhatTheBudgetNeeds) {
   }
 }
 
-TEST(Evaluator, AllLoopOrdersGiveTheSameResults) {
-  // EDGEFRAME_LOOP_ORDER picks the edge-frame kernels' loop order (kernel_common.hpp): rows (the
-  // host default), lanes, lanes4, warp, degree and degree4 (the GPU default) give the same model to rounding, and a
-  // wrong value is refused by name.
-  const Golden g = load_golden("triclinic_ccu16_L3m2");
-  const auto pot = read_potential(g.model_file);
-  const auto d = upload(g, g.x);
-  std::vector<HostResult> out;
-  for (const char* order : {"rows", "lanes", "lanes4", "warp", "degree", "degree4"}) {
-    setenv("EDGEFRAME_LOOP_ORDER", order, 1);
-    Evaluator ev(pot, {Precision::fp64});
-    out.push_back(run(ev, d));
-  }
-  setenv("EDGEFRAME_LOOP_ORDER", "sideways", 1);
-  EXPECT_THROW(Evaluator(pot, {Precision::fp64}), InputError);
-  unsetenv("EDGEFRAME_LOOP_ORDER");
-  for (std::size_t k = 1; k < out.size(); ++k) {
-    EXPECT_NEAR(out[k].energy, out[0].energy, 1e-14 * std::fabs(out[0].energy)) << k;
-    EXPECT_LT(rel_err(out[k].forces, out[0].forces), 1e-13) << k;
-    EXPECT_LT(rel_err(out[k].atom_virial, out[0].atom_virial), 1e-13) << k;
-  }
-}
-
 TEST(Evaluator, TrimmedFirstAndLastLayersGiveTheFullLayersResults) {
   // The first and last layers make only the rows whose values reach the energy (evaluator.cpp
-  // make_so2_plans: degree 0 alone, the m = 0 rows alone); EDGEFRAME_ALL_DEGREES=1 makes every
-  // row. The model is the same: results equal to rounding, with ghost rows too (n_local < N), in
+  // make_so2_plans: degree 0 alone, the m = 0 rows alone); EvaluatorOptions::
+  // trim_first_and_last_layers = false makes every row. The model is the same: results equal to rounding, with ghost rows too (n_local < N), in
   // fp64 and fp32. Both against the goldens: GoldenTest (trimmed, the default).
   for (const char* name : {"triclinic_ccu16_L3m2", "diamond64_L2m1"}) {
     const Golden g = load_golden(name);
     const auto pot = read_potential(g.model_file);
     for (Precision p : {Precision::fp64, Precision::fp32}) {
       Evaluator trimmed(pot, {p});
-      setenv("EDGEFRAME_ALL_DEGREES", "1", 1);
-      Evaluator full(pot, {p});
-      unsetenv("EDGEFRAME_ALL_DEGREES");
+      EvaluatorOptions whole;
+      whole.precision = p;
+      whole.trim_first_and_last_layers = false;
+      Evaluator full(pot, whole);
+      ASSERT_TRUE(trimmed.trims_first_and_last_layers());
+      ASSERT_FALSE(full.trims_first_and_last_layers());
       auto d = upload(g, g.x);
       for (int n_local : {d.graph.n_local, d.graph.n_local / 2}) {
         d.graph.n_local = n_local;

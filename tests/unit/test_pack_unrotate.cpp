@@ -198,7 +198,7 @@ struct Outputs {
 template <class Exec, class Real>
 Outputs run_kernels(const HostCase& h, const std::vector<double>& n, const std::vector<double>& band,
                     const std::vector<double>& g, const std::vector<double>& w, const std::vector<double>& env,
-                    double scale, kk::LoopOrder order = kk::default_loop_order<Exec>()) {
+                    double scale, kk::KernelForm form = kk::native_form<Exec>()) {
   const int C = h.s.channels;
   Exec exec;
   auto dn = up1<Real, Exec>(n, "n"), dband = up1<Real, Exec>(band, "band"), dg = up1<Real, Exec>(g, "g");
@@ -215,37 +215,20 @@ Outputs run_kernels(const HostCase& h, const std::vector<double>& n, const std::
   kk::EdgeFramePack<Exec, Real> pack{as3<Real, Exec>(dn, h.N, h.D, C), band2, as3<Real, Exec>(dg, h.E, h.G, 2 * C),
                                      recv, send, ro, so, se, u, as3<Real, Exec>(dgu, h.E, h.K, 2 * C), grad_rot, grad_n, gbp, grad_g,
                                      h.s.lmax, h.s.mmax, C};
-  kk::edge_frame_pack_forward(exec, pack, h.E, order);
-  kk::edge_frame_pack_backward(exec, pack, h.E, h.N, order);
+  kk::edge_frame_pack_forward(exec, pack, h.E, form);
+  kk::edge_frame_pack_backward(exec, pack, h.E, h.N, form);
   kk::UnrotateAggregate<Exec, Real> unrot{as3<Real, Exec>(dw, h.E, h.K, C), band2, denv, recv, ro, agg,
                                           as3<Real, Exec>(dga, h.N, h.D, C), grad_w, gbu, genv, scale,
                                           h.s.lmax, h.s.mmax, C};
-  kk::unrotate_aggregate_forward(exec, unrot, h.N, order);
-  kk::unrotate_aggregate_backward(exec, unrot, h.E, order);
+  kk::unrotate_aggregate_forward(exec, unrot, h.N, form);
+  kk::unrotate_aggregate_backward(exec, unrot, h.E, form);
   exec.fence("test: results to the host");
   return {down(u), down(grad_n), down(gbp), down(grad_g), down(agg), down(grad_w), down(gbu), down(genv)};
 }
 
 // {0, 1, 8} and {2, 0, 8}: the first and last layers run degree 0 alone and the m = 0 rows alone.
-const Shape kShapes[] = {{2, 1, 5}, {3, 1, 4}, {2, 2, 3}, {4, 2, 6}, {2, 1, 8}, {0, 1, 8}, {2, 0, 8}};  // C % 4 == 0 for lanes4
+const Shape kShapes[] = {{2, 1, 5}, {3, 1, 4}, {2, 2, 3}, {4, 2, 6}, {2, 1, 8}, {0, 1, 8}, {2, 0, 8}};  // C % 4 == 0: 4 channels per thread
 constexpr double kScale = 1.0 / 7.5;  // 1 / avg_neighbors
-
-// Outputs of two loop orders that run the same arithmetic on the host: equal bit for bit there,
-// to kLoopRelTol on a device (FMA contraction is the compiler's; the warp order also sums
-// channels in another order). Each output must be nonzero: zeros must not pass for agreement.
-using OutputPair = std::tuple<const std::vector<double>*, const std::vector<double>*, const char*>;
-template <class Exec>
-void expect_same_outputs(std::initializer_list<OutputPair> pairs, const Shape& s) {
-  for (auto [a, b, what] : pairs) {
-    const double sc = max_abs(*a);
-    ASSERT_GT(sc, 0.0) << what;
-    if constexpr (std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>)
-      EXPECT_EQ(*a, *b) << what << " L " << s.lmax << " C " << s.channels;
-    else
-      for (size_t i = 0; i < a->size(); ++i)
-        ASSERT_NEAR((*a)[i], (*b)[i], kLoopRelTol * sc) << what << " L " << s.lmax << " C " << s.channels << " " << i;
-  }
-}
 
 template <class Exec>
 class PackUnrotateTest : public ::testing::Test {};
@@ -301,95 +284,72 @@ TYPED_TEST(PackUnrotateTest, FloatAgreesWithDouble) {
   }
 }
 
-TYPED_TEST(PackUnrotateTest, LanesLoopOrderMatchesRowsLoopOrder) {
-  // The per-edge backward kernels (pack backward-edge, unrotate backward) and unrotate's forward
-  // in both loop orders (kernel_common.hpp LoopOrder) on the same inputs: grad_w, grad_g and agg
-  // have the same products in the same order per element (bitwise equal on the host; FMA
-  // contraction may differ on a device); grad_band and grad_env sum channels in another order;
-  // grad_n (node pass, fed by grad_rot) must agree too.
-  for (const Shape& s : kShapes) {
-    const auto h = make_case(s, 41);
-    const auto rows = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::rows);
-    const auto lanes = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::lanes);
-    for (auto [a, b, what] : {std::tuple{&rows.grad_w, &lanes.grad_w, "grad_w"},
-                              {&rows.grad_band_u, &lanes.grad_band_u, "unrotate grad_band"},
-                              {&rows.grad_env, &lanes.grad_env, "grad_env"},
-                              {&rows.grad_band_p, &lanes.grad_band_p, "pack grad_band"},
-                              {&rows.grad_g, &lanes.grad_g, "grad_g"}, {&rows.grad_n, &lanes.grad_n, "grad_n"},
-                              {&rows.agg, &lanes.agg, "agg"}}) {
-      const double sc = max_abs(*a);
-      ASSERT_GT(sc, 0.0) << what;
-      for (size_t i = 0; i < a->size(); ++i) ASSERT_NEAR((*a)[i], (*b)[i], kLoopRelTol * sc) << what << " " << i;
-    }
-    if constexpr (std::is_same_v<typename TypeParam::memory_space, Kokkos::HostSpace>) {
-      EXPECT_EQ(rows.grad_w, lanes.grad_w);
-      EXPECT_EQ(rows.grad_g, lanes.grad_g);
-      EXPECT_EQ(rows.grad_n, lanes.grad_n);
-      EXPECT_EQ(rows.agg, lanes.agg);
-    }
-  }
-}
-
-TYPED_TEST(PackUnrotateTest, Lanes4NodePassesMatchLanes) {
-  // lanes4: the node passes with 4 channels per thread (channels % 4 == 0, else 1, as in the
-  // odd shapes here). Every output keeps its products and their order: equal to lanes bit for
-  // bit on the host; on a device to rounding (FMA contraction is the compiler's).
-  for (const Shape& s : kShapes) {
-    const auto h = make_case(s, 43);
-    const auto lanes = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::lanes);
-    const auto lanes4 = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::lanes4);
-    EXPECT_EQ(kk::node_channel_block(kk::LoopOrder::lanes4, s.channels), s.channels % 4 == 0 ? 4 : 1);
-    expect_same_outputs<TypeParam>({{&lanes.grad_n, &lanes4.grad_n, "grad_n"}, {&lanes.agg, &lanes4.agg, "agg"},
-                                    {&lanes.grad_w, &lanes4.grad_w, "grad_w"}, {&lanes.grad_g, &lanes4.grad_g, "grad_g"}},
-                                   s);
-  }
-}
-
-TYPED_TEST(PackUnrotateTest, WarpOrderMatchesLanes4) {
-  // warp: on CUDA the two per-edge backward kernels finish their channel sums with one warp
-  // reduce-scatter per (l, m) row (warp_reduce.hpp); elsewhere it runs lanes4's kernels (bitwise
-  // equal here on the host). The shapes add channel counts above a warp (each lane loops over
-  // channels c, c + 32, ...; 40 and 33 leave lanes idle in the last round) and degrees whose
-  // 2l+1 sums go in chunks of kMaxSlots = 8 (l = 5: two chunks, l = 8 = kMaxL: three).
-  const Shape shapes[] = {{2, 1, 5}, {3, 2, 40}, {5, 2, 36}, {8, 1, 33}, {2, 2, 64}};
-  for (const Shape& s : shapes) {
-    const auto h = make_case(s, 47);
-    const auto lanes4 = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::lanes4);
-    const auto warp = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::warp);
-    // channel sums in another order on a device; bitwise the same kernels on the host
-    expect_same_outputs<TypeParam>({{&lanes4.grad_band_p, &warp.grad_band_p, "pack grad_band"},
-                                    {&lanes4.grad_band_u, &warp.grad_band_u, "unrotate grad_band"},
-                                    {&lanes4.grad_env, &warp.grad_env, "grad_env"}, {&lanes4.grad_w, &warp.grad_w, "grad_w"},
-                                    {&lanes4.grad_g, &warp.grad_g, "grad_g"}, {&lanes4.grad_n, &warp.grad_n, "grad_n"}},
-                                   s);
-  }
-}
-
-TYPED_TEST(PackUnrotateTest, DegreeOrdersMatchLanes4) {
-  // degree: the node passes sum all 2l+1 rows of a degree per thread (each message / grad_rot
-  // element read once per node, not once per output row) and the pack forward keeps x's rows
-  // in registers (same products in the same order: bitwise equal to lanes4 on the host); on
-  // CUDA pack backward-edge takes grad_g from the x rows it holds for grad_band
-  // (sum_{+-m} grad_u (D x): another order, to rounding there). degree4: the node passes with
-  // 4 channels per thread where channels % 4 == 0 (40, 36, 64, 32 here), else 1 (5, 33).
-  // Shapes: degrees up to 8 (2l+1 > kMaxSlots = 8 goes in chunks: l = 5 two, l = 8 three; on
-  // CUDA the edge pass takes the warp path there), channel counts below, at and above a warp
-  // (33, 40: a warp spans two degrees or nodes), mmax 1 to 3 (pairs of rows per gate row).
-  const Shape shapes[] = {{2, 1, 5}, {3, 2, 40}, {5, 2, 36}, {8, 1, 33}, {2, 2, 64}, {3, 3, 32}, {0, 1, 33}, {3, 0, 40}};
+// Both kernel forms (kernel_common.hpp KernelForm) on the same execution space and inputs.
+// Per element the forward passes and the node passes keep the host form's products in its
+// order: bitwise equal on host backends, to rounding on a device (FMA contraction is the
+// compiler's). The per-edge backward sums over channels and, for grad_g, over m' in other
+// orders: equal to rounding. Each output must be nonzero: zeros must not pass for agreement.
+TYPED_TEST(PackUnrotateTest, DeviceFormMatchesHostForm) {
+  // Shapes: degrees up to 8 (2l+1 > kMaxSlots = 8 goes in chunks: l = 5 two, l = 8 = kMaxL
+  // three, and the pack's edge pass takes its chunked path there); channel counts below, at and
+  // above a warp (33, 40: on CUDA a warp spans two degrees or nodes in the node passes, and the
+  // last round of an edge's channel loop leaves lanes idle); 4 channels per thread where
+  // channels % 4 == 0, else 1; mmax 0 to 3 (pairs of rows per gate row).
+  const Shape shapes[] = {{2, 1, 5}, {3, 2, 40}, {5, 2, 36}, {8, 1, 33}, {2, 2, 64},
+                          {3, 3, 32}, {0, 1, 33}, {3, 0, 40}, {2, 2, 3}, {4, 2, 6}};
   for (const Shape& s : shapes) {
     const auto h = make_case(s, 53);
-    const auto lanes4 = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::LoopOrder::lanes4);
-    for (const kk::LoopOrder order : {kk::LoopOrder::degree, kk::LoopOrder::degree4}) {
-      SCOPED_TRACE(order == kk::LoopOrder::degree ? "degree" : "degree4");
-      const auto d = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, order);
-      expect_same_outputs<TypeParam>({{&lanes4.u, &d.u, "u"}, {&lanes4.agg, &d.agg, "agg"},
-                                      {&lanes4.grad_n, &d.grad_n, "grad_n"},
-                                      {&lanes4.grad_band_p, &d.grad_band_p, "pack grad_band"},
-                                      {&lanes4.grad_g, &d.grad_g, "grad_g"},
-                                      {&lanes4.grad_band_u, &d.grad_band_u, "unrotate grad_band"},
-                                      {&lanes4.grad_env, &d.grad_env, "grad_env"}, {&lanes4.grad_w, &d.grad_w, "grad_w"}},
-                                     s);
+    const auto host = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::KernelForm::host);
+    const auto dev = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::KernelForm::device);
+    const bool same_order_is_bitwise = std::is_same_v<typename TypeParam::memory_space, Kokkos::HostSpace>;
+    for (auto [a, b, what, same_order] :
+         {std::tuple{&host.u, &dev.u, "u", true}, {&host.agg, &dev.agg, "agg", true},
+          {&host.grad_n, &dev.grad_n, "grad_n", true}, {&host.grad_w, &dev.grad_w, "grad_w", true},
+          {&host.grad_band_p, &dev.grad_band_p, "pack grad_band", false},
+          {&host.grad_g, &dev.grad_g, "grad_g", false},
+          {&host.grad_band_u, &dev.grad_band_u, "unrotate grad_band", false},
+          {&host.grad_env, &dev.grad_env, "grad_env", false}}) {
+      const double sc = max_abs(*a);
+      ASSERT_GT(sc, 0.0) << what;
+      if (same_order && same_order_is_bitwise) {
+        EXPECT_EQ(*a, *b) << what << " L " << s.lmax << " mmax " << s.mmax << " C " << s.channels;
+        continue;
+      }
+      for (size_t i = 0; i < a->size(); ++i)
+        ASSERT_NEAR((*a)[i], (*b)[i], kLoopRelTol * sc)
+            << what << " L " << s.lmax << " mmax " << s.mmax << " C " << s.channels << " " << i;
     }
+  }
+}
+
+TYPED_TEST(PackUnrotateTest, EachFormMatchesThePlainLoopsAndTheAdjointIdentities) {
+  // ForwardMatchesPlainLoops and BackwardSatisfiesTheAdjointIdentities run the backend's own
+  // form; here the other form on this backend, against the same references.
+  const kk::KernelForm other =
+      kk::native_form<TypeParam>() == kk::KernelForm::host ? kk::KernelForm::device : kk::KernelForm::host;
+  for (const Shape& s : kShapes) {
+    const auto h = make_case(s, 59);
+    const auto out = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, other);
+    const auto u = ref_pack(h, h.n, h.band, h.g);
+    const auto agg = ref_unrot(h, h.w, h.band, h.env, kScale);
+    const double su = max_abs(u), sa = max_abs(agg);
+    for (size_t i = 0; i < u.size(); ++i) ASSERT_NEAR(out.u[i], u[i], kLoopRelTol * su) << i;
+    for (size_t i = 0; i < agg.size(); ++i) ASSERT_NEAR(out.agg[i], agg[i], kLoopRelTol * sa) << i;
+    std::mt19937_64 rng(101);
+    auto check = [&](const std::vector<double>& lhs_out, const std::vector<double>& grad_out,
+                     const std::vector<double>& grad_in, const std::vector<double>& d_in, const char* what) {
+      double t1, t2;
+      const double a = dot(grad_out, lhs_out, &t1), b = dot(grad_in, d_in, &t2);
+      EXPECT_NEAR(a, b, kAdjointRelTol * std::max(t1, t2)) << what << " L=" << s.lmax << " mmax=" << s.mmax;
+    };
+    const auto dn = random_vec(h.n.size(), rng), dband = random_vec(h.band.size(), rng),
+               dg = random_vec(h.g.size(), rng), dw = random_vec(h.w.size(), rng), denv = random_vec(h.env.size(), rng);
+    check(ref_pack(h, dn, h.band, h.g), h.grad_u, out.grad_n, dn, "pack d/dn");
+    check(ref_pack(h, h.n, dband, h.g), h.grad_u, out.grad_band_p, dband, "pack d/dband");
+    check(ref_pack(h, h.n, h.band, dg), h.grad_u, out.grad_g, dg, "pack d/dg");
+    check(ref_unrot(h, dw, h.band, h.env, kScale), h.grad_agg, out.grad_w, dw, "unrotate d/dw");
+    check(ref_unrot(h, h.w, dband, h.env, kScale), h.grad_agg, out.grad_band_u, dband, "unrotate d/dband");
+    check(ref_unrot(h, h.w, h.band, denv, kScale), h.grad_agg, out.grad_env, denv, "unrotate d/denv");
   }
 }
 

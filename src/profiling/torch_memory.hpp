@@ -1,7 +1,7 @@
 // --memory-profile for edgeframe_bench: one step under LibTorch's profiler with memory events,
 // to see where a step's peak of torch-allocated memory lies and what is alive there, instead of
-// guessing it from the code (doc/gpu-notes.md, ninth session: a model read off the code put the
-// peak in the wrong place twice). Counts torch's allocations on the engine's device (CUDA: the
+// guessing it from the code (a model read off the code put the peak in the wrong place twice;
+// doc/engine.md "What a layer keeps for the backward pass" gives the model this checks). Counts torch's allocations on the engine's device (CUDA: the
 // caching allocator's requests; host: the CPU allocator); the Kokkos workspace is reported by
 // the bench separately.
 //
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace edgeframe::bench {
+namespace edgeframe::profiling {
 
 struct MemoryTimeline {
   std::int64_t peak = 0;            // bytes above the level at the step's start
@@ -108,4 +108,4 @@ inline void memory_profile(const std::function<void()>& step, long n_edges, std:
   for (const auto& name : t.at_peak) std::printf("      %s\n", name.c_str());
 }
 
-}  // namespace edgeframe::bench
+}  // namespace edgeframe::profiling

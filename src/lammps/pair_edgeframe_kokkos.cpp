@@ -80,12 +80,11 @@ void PairEdgeframeKokkos<DeviceType>::init_style()
     // Its per-layer exchange goes through LAMMPS-KOKKOS' device communication where LAMMPS keeps
     // pair communication on the device (GPU-aware MPI, or one rank; it moves it to the host
     // otherwise, e.g. several ranks without GPU-aware MPI), else through LAMMPS' host buffers.
-    // EDGEFRAME_DEVICE_COMM=0 forces the host buffers.
+    // The keyword device_comm no forces the host buffers.
     // comm_style tiled: CommTiledKokkos sends pair communication to the host functions always.
-    const char *env = std::getenv("EDGEFRAME_DEVICE_COMM");
     m_exchange_device_comm = kSharesEngineMemory && m_ghost_exchange && comm->style == Comm::BRICK &&
                              !lmp->kokkos->forward_pair_comm_legacy && !lmp->kokkos->reverse_pair_comm_legacy &&
-                             !(env && std::string(env) == "0");
+                             m_device_comm_allowed;
     if (m_exchange_device_comm) {
       // Device, not ExecutionSpaceFromDevice (HostKK on CPU builds, which CommKokkos sends to
       // the host functions): CPU builds then run the same device communication, in host memory.

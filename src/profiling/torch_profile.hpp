@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace edgeframe::bench {
+namespace edgeframe::profiling {
 
 // The family of a GPU kernel, from its (mangled or demangled) name.
 inline std::string kernel_family(const std::string& name) {
@@ -123,4 +123,4 @@ inline void profile_steps(int reps, double step_s, const std::function<void()>& 
                 names[k].second.second / reps);
 }
 
-}  // namespace edgeframe::bench
+}  // namespace edgeframe::profiling
