@@ -308,8 +308,8 @@ struct DeviceCase {
 
 DeviceCase upload(const CaseData& c) {
   const int N = int(c.species.size()), P = int(c.i.size());
-  DeviceCase d{kk::Vec3View<double, Exec>("x", N), kk::Vec3View<double, Exec>("shift", P),
-               kk::View1<int, Exec>("i", P), kk::View1<int, Exec>("j", P), kk::View1<int, Exec>("species", N)};
+  DeviceCase d{kk::Vec3View<double, Exec>("x", N), kk::Vec3View<double, Exec>("shift", P), kk::View1<int, Exec>("i", P),
+               kk::View1<int, Exec>("j", P), kk::View1<int, Exec>("species", N)};
   auto hx = Kokkos::create_mirror_view(d.x);
   auto hs = Kokkos::create_mirror_view(d.shift);
   auto hi = Kokkos::create_mirror_view(d.i);
@@ -340,8 +340,8 @@ void torch_reset_peak() {
 #endif
 }
 
-int run_case_mode(const std::string& case_path, const std::string& potential_path, EvaluatorOptions options,
-                  int reps, int warmup, const std::string& forces_out) {
+int run_case_mode(const std::string& case_path, const std::string& potential_path, EvaluatorOptions options, int reps,
+                  int warmup, const std::string& forces_out) {
   const Precision prec = options.precision;
   const Potential pot = read_potential(potential_path);
   const CaseData c = read_case(case_path);
@@ -380,14 +380,16 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
     ts += std::to_string(t);
   }
   const ActivationPlan& plan = ev.activation_plan();
-  std::printf("RESULT {\"engine\": \"%s\", \"precision\": \"%s\", \"recompute_layers\": %s, \"activations\": \"%s\", "
-              "\"predicted_peak_bytes\": %.0f, \"memory_budget_bytes\": %.0f, \"n_atoms\": %d, \"n_edges\": %d, "
-              "\"median_s\": %.6e, \"times_s\": [%s], \"graph_build_s\": %.6e, \"peak_bytes\": %zu, "
-              "\"torch_peak_bytes\": %zu, \"workspace_bytes\": %zu, \"energy\": %.12e, \"cuda_graph_captures\": %ld, "
-              "\"cuda_graph_replays\": %ld}\n",
-              Exec::name(), to_string(prec).c_str(), plan.any_recomputed() ? "true" : "false", plan.describe().c_str(),
-              plan.predicted_bytes, options.memory_budget, N, E, median, ts.c_str(), graph_s, peak, Evaluator::torch_device_peak_bytes(),
-              ev.workspace_bytes(), res.energy, ev.cuda_graph_captures(), ev.cuda_graph_replays());
+  std::printf(
+      "RESULT {\"engine\": \"%s\", \"precision\": \"%s\", \"recompute_layers\": %s, \"activations\": \"%s\", "
+      "\"predicted_peak_bytes\": %.0f, \"memory_budget_bytes\": %.0f, \"n_atoms\": %d, \"n_edges\": %d, "
+      "\"median_s\": %.6e, \"times_s\": [%s], \"graph_build_s\": %.6e, \"peak_bytes\": %zu, "
+      "\"torch_peak_bytes\": %zu, \"workspace_bytes\": %zu, \"energy\": %.12e, \"cuda_graph_captures\": %ld, "
+      "\"cuda_graph_replays\": %ld}\n",
+      Exec::name(), to_string(prec).c_str(), plan.any_recomputed() ? "true" : "false", plan.describe().c_str(),
+      plan.predicted_bytes, options.memory_budget, N, E, median, ts.c_str(), graph_s, peak,
+      Evaluator::torch_device_peak_bytes(), ev.workspace_bytes(), res.energy, ev.cuda_graph_captures(),
+      ev.cuda_graph_replays());
   return 0;
 }
 
@@ -396,10 +398,14 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
 std::string json_escaped(const std::string& text) {
   std::string out;
   for (const char ch : text) {
-    if (ch == '"' || ch == '\\') out += '\\', out += ch;
-    else if (ch == '\n') out += "\\n";
-    else if (static_cast<unsigned char>(ch) < 0x20) out += ' ';
-    else out += ch;
+    if (ch == '"' || ch == '\\')
+      out += '\\', out += ch;
+    else if (ch == '\n')
+      out += "\\n";
+    else if (static_cast<unsigned char>(ch) < 0x20)
+      out += ' ';
+    else
+      out += ch;
   }
   return out;
 }
@@ -418,21 +424,36 @@ int main(int argc, char** argv) {
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     auto next = [&]() { return a + 1 < argc ? std::string(argv[++a]) : std::string(); };
-    if (arg == "--shape") shapes = next();
-    else if (arg == "--reps") reps = std::stoi(next());
-    else if (arg == "--precision") precision = next();
-    else if (arg == "--warmup") warmup = std::stoi(next());
-    else if (arg == "--case") case_path = next();
-    else if (arg == "--potential") potential_path = next();
-    else if (arg == "--forces-out") forces_out = next();
-    else if (arg == "--recompute") activations = "recompute";
-    else if (arg == "--activations") activations = next();
-    else if (arg == "--memory-budget") memory_budget_gb = std::stod(next());
-    else if (arg == "--cuda-graph") cuda_graph = true;
-    else if (arg == "--torch-profile") torch_profile = true;
-    else if (arg == "--memory-profile") memory_profile = true;
-    else if (arg == "--trace") trace_path = next();
-    else if (arg == "--edge-chunk") edge_chunk = std::stoi(next());
+    if (arg == "--shape")
+      shapes = next();
+    else if (arg == "--reps")
+      reps = std::stoi(next());
+    else if (arg == "--precision")
+      precision = next();
+    else if (arg == "--warmup")
+      warmup = std::stoi(next());
+    else if (arg == "--case")
+      case_path = next();
+    else if (arg == "--potential")
+      potential_path = next();
+    else if (arg == "--forces-out")
+      forces_out = next();
+    else if (arg == "--recompute")
+      activations = "recompute";
+    else if (arg == "--activations")
+      activations = next();
+    else if (arg == "--memory-budget")
+      memory_budget_gb = std::stod(next());
+    else if (arg == "--cuda-graph")
+      cuda_graph = true;
+    else if (arg == "--torch-profile")
+      torch_profile = true;
+    else if (arg == "--memory-profile")
+      memory_profile = true;
+    else if (arg == "--trace")
+      trace_path = next();
+    else if (arg == "--edge-chunk")
+      edge_chunk = std::stoi(next());
     else if (arg == "--cells") {
       cells.clear();
       std::string list = next();
@@ -442,8 +463,12 @@ int main(int argc, char** argv) {
         p = q == std::string::npos ? list.size() : q + 1;
       }
     } else if (arg != "--kokkos-num-threads" && arg.rfind("--kokkos", 0) != 0) {
-      std::fprintf(stderr, "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32] [--activations auto|keep|recompute [--edge-chunk N]] [--memory-budget GB] [--forces-out PREFIX] [--torch-profile [--trace FILE]] [--memory-profile]\n"
-                           "       %s --case FILE --potential FILE [--precision P] [--activations A] [--memory-budget GB] [--cuda-graph] [--reps N] [--warmup N] [--forces-out FILE]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32] "
+                   "[--activations auto|keep|recompute [--edge-chunk N]] [--memory-budget GB] [--forces-out PREFIX] "
+                   "[--torch-profile [--trace FILE]] [--memory-profile]\n"
+                   "       %s --case FILE --potential FILE [--precision P] [--activations A] [--memory-budget GB] "
+                   "[--cuda-graph] [--reps N] [--warmup N] [--forces-out FILE]\n",
                    argv[0], argv[0]);
       return 2;
     }
@@ -458,11 +483,15 @@ int main(int argc, char** argv) {
   options.precision = prec;
   // --activations auto|keep|recompute (--recompute: recompute): EvaluatorOptions::activations;
   // --edge-chunk N: recompute in chunks of N edges; --memory-budget GB (1e9 bytes): auto's budget.
-  if (activations == "auto") options.activations = EvaluatorOptions::Activations::automatic;
-  else if (activations == "keep") options.activations = EvaluatorOptions::Activations::keep;
-  else if (activations == "recompute") options.activations = EvaluatorOptions::Activations::recompute;
+  if (activations == "auto")
+    options.activations = EvaluatorOptions::Activations::automatic;
+  else if (activations == "keep")
+    options.activations = EvaluatorOptions::Activations::keep;
+  else if (activations == "recompute")
+    options.activations = EvaluatorOptions::Activations::recompute;
   else {
-    std::fprintf(stderr, "edgeframe_bench: unknown --activations '%s' (valid: auto, keep, recompute)\n", activations.c_str());
+    std::fprintf(stderr, "edgeframe_bench: unknown --activations '%s' (valid: auto, keep, recompute)\n",
+                 activations.c_str());
     return 2;
   }
   if (edge_chunk > 0 && activations != "recompute") {
@@ -471,9 +500,10 @@ int main(int argc, char** argv) {
   }
   options.edge_chunk = edge_chunk;
   options.memory_budget = memory_budget_gb * 1e9;
-  options.cuda_graph = cuda_graph;         // --cuda-graph: EvaluatorOptions::cuda_graph (case mode)
+  options.cuda_graph = cuda_graph;  // --cuda-graph: EvaluatorOptions::cuda_graph (case mode)
   if (cuda_graph && case_path.empty()) {
-    std::fprintf(stderr, "edgeframe_bench: --cuda-graph is for --case mode (a replayed step has no per-kernel split)\n");
+    std::fprintf(stderr,
+                 "edgeframe_bench: --cuda-graph is for --case mode (a replayed step has no per-kernel split)\n");
     return 2;
   }
   if (!case_path.empty()) {
@@ -487,7 +517,8 @@ int main(int argc, char** argv) {
   const std::size_t real = prec == Precision::fp64 ? 8 : 4;
   std::printf("edgeframe_bench: %s, %s%s, %d thread(s), %d timed step(s) per case\n", Exec::name(), precision.c_str(),
               (" (activations " + activations + (edge_chunk > 0 ? ", edge chunk " + std::to_string(edge_chunk) : "") +
-               (memory_budget_gb > 0 ? ", memory budget " + std::to_string(memory_budget_gb) + " GB" : "") + ")").c_str(),
+               (memory_budget_gb > 0 ? ", memory budget " + std::to_string(memory_budget_gb) + " GB" : "") + ")")
+                  .c_str(),
               Exec().concurrency(), reps);
 
   for (const std::string shape : {"L2", "L3"}) {
@@ -523,9 +554,10 @@ int main(int argc, char** argv) {
         step = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
       }
       if (!forces_out.empty()) write_forces(forces_out + "." + shape + "." + std::to_string(nc), res, N);
-      std::printf("\n%s (L=%d, mmax=%d, C=%d, T=%d, r_cut=%.1f)  diamond %d^3 cells: N=%d atoms, E=%d edges (%.1f per atom)\n",
-                  shape.c_str(), pot.config.lmax, pot.config.mmax, pot.config.channels, pot.config.layers,
-                  pot.config.r_cut, nc, N, E, double(E) / N);
+      std::printf(
+          "\n%s (L=%d, mmax=%d, C=%d, T=%d, r_cut=%.1f)  diamond %d^3 cells: N=%d atoms, E=%d edges (%.1f per atom)\n",
+          shape.c_str(), pot.config.lmax, pot.config.mmax, pot.config.channels, pot.config.layers, pot.config.r_cut, nc,
+          N, E, double(E) / N);
       std::printf("  step (energy+forces+virial): %.4f s = %.2f us/atom = %.3f us/edge; workspace %.1f MB\n", unfenced,
                   1e6 * unfenced / N, 1e6 * unfenced / E, ev.workspace_bytes() / 1e6);
       std::printf("  step with a fence around each kernel (the split below): %.4f s\n", step);
@@ -537,14 +569,15 @@ int main(int argc, char** argv) {
         kernels += per;
         const auto it = costs.find(name);
         const Cost c = it == costs.end() ? Cost{} : it->second;
-        std::printf("  %-46s %10.2f %6.1f%% %10.1f %9.2f %9.2f\n", name.c_str(), 1e3 * per, 100 * per / step, c.bytes / 1e6,
-                    c.bytes / per / 1e9, c.flops / per / 1e9);
+        std::printf("  %-46s %10.2f %6.1f%% %10.1f %9.2f %9.2f\n", name.c_str(), 1e3 * per, 100 * per / step,
+                    c.bytes / 1e6, c.bytes / per / 1e9, c.flops / per / 1e9);
       }
       std::printf("  %-46s %10.2f %6.1f%%\n", "LibTorch + glue (step - kernels)", 1e3 * (step - kernels),
                   100 * (step - kernels) / step);
       if (torch_profile)
-        profiling::profile_steps(reps, unfenced, [&] { ev.compute(graph, x, what); },
-                             trace_path.empty() ? "" : trace_path + "." + shape + "." + std::to_string(nc) + ".json");
+        profiling::profile_steps(
+            reps, unfenced, [&] { ev.compute(graph, x, what); },
+            trace_path.empty() ? "" : trace_path + "." + shape + "." + std::to_string(nc) + ".json");
       if (memory_profile) profiling::memory_profile([&] { ev.compute(graph, x, what); }, E, real);
     }
   }

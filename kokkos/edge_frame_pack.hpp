@@ -22,18 +22,18 @@ namespace edgeframe::kk {
 // function, the tests); each launcher below hands its pass the part it reads.
 template <class Exec, class Real>
 struct EdgeFramePack {
-  View3<const Real, Exec> n;        // [N, D, C] normalised node features
-  View2<const Real, Exec> band;     // [E, band_size]
-  View3<const Real, Exec> g;        // [E, gate_rows, 2C] radial multipliers
+  View3<const Real, Exec> n;     // [N, D, C] normalised node features
+  View2<const Real, Exec> band;  // [E, band_size]
+  View3<const Real, Exec> g;     // [E, gate_rows, 2C] radial multipliers
   View1<const int, Exec> recv, send;
   View1<const int, Exec> recv_offsets, send_offsets, send_edges;  // graph.hpp
-  View3<Real, Exec> u;              // [E, K, 2C] forward output
-  View3<const Real, Exec> grad_u;   // [E, K, 2C] backward input
-  View3<Real, Exec> grad_rot;       // [E, K, 2C] g * grad_u: backward-edge output, backward-node input
-                                    // (may be grad_u's memory: backward_edge_in_place)
-  View3<Real, Exec> grad_n;         // [N, D, C] backward output (overwritten)
-  View2<Real, Exec> grad_band;      // [E, band_size] backward output (overwritten)
-  View3<Real, Exec> grad_g;         // [E, gate_rows, 2C] backward output (overwritten; may be g's memory)
+  View3<Real, Exec> u;                                            // [E, K, 2C] forward output
+  View3<const Real, Exec> grad_u;                                 // [E, K, 2C] backward input
+  View3<Real, Exec> grad_rot;   // [E, K, 2C] g * grad_u: backward-edge output, backward-node input
+                                // (may be grad_u's memory: backward_edge_in_place)
+  View3<Real, Exec> grad_n;     // [N, D, C] backward output (overwritten)
+  View2<Real, Exec> grad_band;  // [E, band_size] backward output (overwritten)
+  View3<Real, Exec> grad_g;     // [E, gate_rows, 2C] backward output (overwritten; may be g's memory)
   int lmax, mmax, channels;
 };
 
@@ -60,8 +60,8 @@ struct PackForward {
         const int boff = off + (m + k) * (2 * l + 1);
         Real* KOKKOS_RESTRICT ur = &u(e, packed_row(l, m, lmax), 0);  // [2C], this team's row
         const Real* KOKKOS_RESTRICT gr = &g(e, gate_row(l, m, lmax), 0);
-        const Real* KOKKOS_RESTRICT dr = &band(e, boff);               // D_{m, -l..l}
-        const Real* KOKKOS_RESTRICT xj = &n(j, l * l, 0);               // rows (l, -l..l)
+        const Real* KOKKOS_RESTRICT dr = &band(e, boff);   // D_{m, -l..l}
+        const Real* KOKKOS_RESTRICT xj = &n(j, l * l, 0);  // rows (l, -l..l)
         const Real* KOKKOS_RESTRICT xi = &n(i, l * l, 0);
         Kokkos::parallel_for(Kokkos::TeamVectorRange(team, C), [&](int c) {
           Real sj = dr[0] * xj[c], si = dr[0] * xi[c];
@@ -91,7 +91,7 @@ struct PackForward {
           constexpr int NV = decltype(slots)::value;
           if (nrow <= NV) {
             Real rj[NV], ri[NV];
-EDGEFRAME_UNROLL
+            EDGEFRAME_UNROLL
             for (int t = 0; t < NV; ++t) {
               rj[t] = t < nrow ? xj[t * C + c] : Real(0);
               ri[t] = t < nrow ? xi[t * C + c] : Real(0);
@@ -99,7 +99,7 @@ EDGEFRAME_UNROLL
             for (int m = -k; m <= k; ++m) {
               const Real* KOKKOS_RESTRICT dr = &band(e, off + (m + k) * nrow);
               Real sj = dr[0] * rj[0], si = dr[0] * ri[0];
-EDGEFRAME_UNROLL
+              EDGEFRAME_UNROLL
               for (int t = 1; t < NV; ++t)
                 if (t < nrow) {
                   sj += dr[t] * rj[t];
@@ -160,9 +160,8 @@ struct PackBackwardEdge {
         for (int mp = -l; mp <= l; ++mp) {
           const Real* KOKKOS_RESTRICT xj = &n(j, l * l + l + mp, 0);
           const Real* KOKKOS_RESTRICT xi = &n(i, l * l + l + mp, 0);
-          const double acc = team_dot(team, C, [&](int c) {
-            return double(rr[c]) * double(xj[c]) + double(rr[C + c]) * double(xi[c]);
-          });
+          const double acc = team_dot(
+              team, C, [&](int c) { return double(rr[c]) * double(xj[c]) + double(rr[C + c]) * double(xi[c]); });
           Kokkos::single(Kokkos::PerTeam(team), [&]() { grad_band(e, boff + mp + l) = static_cast<Real>(acc); });
         }
       }
@@ -208,9 +207,8 @@ struct PackBackwardEdge {
         grad_g_of_degree(e, i, j, l, band_k(l, mmax), off, lanes);
         continue;
       }
-      with_pow2_slots(2 * l + 1, [&](auto slots) {
-        gate_rows_of_degree<decltype(slots)::value>(e, i, j, l, off, lanes);
-      });
+      with_pow2_slots(2 * l + 1,
+                      [&](auto slots) { gate_rows_of_degree<decltype(slots)::value>(e, i, j, l, off, lanes); });
     }
   }
 
@@ -225,7 +223,7 @@ struct PackBackwardEdge {
         const int prow = packed_row(l, m, lmax), grow = gate_row(l, m, lmax);
         for (int t0 = 0; t0 <= 2 * l; t0 += NV) {  // one chunk unless 2l+1 > kMaxSlots
           double part[NV];
-EDGEFRAME_UNROLL
+          EDGEFRAME_UNROLL
           for (int t = 0; t < NV; ++t) part[t] = 0.0;
           for (int c = lanes.index; c < C; c += Lanes::count) {
             const Real rj = g(e, grow, c) * grad_u(e, prow, c), ri = g(e, grow, C + c) * grad_u(e, prow, C + c);
@@ -234,7 +232,7 @@ EDGEFRAME_UNROLL
               grad_rot(e, prow, C + c) = ri;
             }
             const int q = l * l + t0;
-EDGEFRAME_UNROLL
+            EDGEFRAME_UNROLL
             for (int t = 0; t < NV; ++t)
               if (t0 + t <= 2 * l) part[t] += double(rj) * double(n(j, q + t, c)) + double(ri) * double(n(i, q + t, c));
           }
@@ -256,11 +254,11 @@ EDGEFRAME_UNROLL
       const int pp = packed_row(l, am, lmax), pm = packed_row(l, -am, lmax);
       const int bp = off + (am + k) * nrow, bm = off + (-am + k) * nrow;
       double part_p[NV], part_m[NV];
-EDGEFRAME_UNROLL
+      EDGEFRAME_UNROLL
       for (int t = 0; t < NV; ++t) part_p[t] = part_m[t] = 0.0;
       for (int c = lanes.index; c < C; c += Lanes::count) {
         Real xj[NV], xi[NV];
-EDGEFRAME_UNROLL
+        EDGEFRAME_UNROLL
         for (int t = 0; t < NV; ++t) {
           xj[t] = t < nrow ? n(j, l * l + t, c) : Real(0);
           xi[t] = t < nrow ? n(i, l * l + t, c) : Real(0);
@@ -275,7 +273,7 @@ EDGEFRAME_UNROLL
           grad_rot(e, prow, c) = rj;
           grad_rot(e, prow, C + c) = ri;
           Real dxj = Real(0), dxi = Real(0);
-EDGEFRAME_UNROLL
+          EDGEFRAME_UNROLL
           for (int t = 0; t < NV; ++t)
             if (t < nrow) {
               part[t] += double(rj) * double(xj[t]) + double(ri) * double(xi[t]);
@@ -376,7 +374,7 @@ struct PackBackwardNode {
       constexpr int NV = decltype(slots)::value;
       for (int t0 = 0; t0 < nrow; t0 += NV) {
         Real acc[NV][V];
-EDGEFRAME_UNROLL
+        EDGEFRAME_UNROLL
         for (int t = 0; t < NV; ++t)
           for (int v = 0; v < V; ++v) acc[t][v] = Real(0);
         for (int q = 0; q < n_send + n_recv; ++q) {
@@ -387,7 +385,7 @@ EDGEFRAME_UNROLL
             Real r[V];
             for (int v = 0; v < V; ++v) r[v] = grad_rot(e, packed_row(l, m, lmax), half + c0 + v);
             const int b = off + (m + k) * nrow + t0;
-EDGEFRAME_UNROLL
+            EDGEFRAME_UNROLL
             for (int t = 0; t < NV; ++t)
               if (t0 + t < nrow) {
                 const Real d = band(e, b + t);
@@ -395,7 +393,7 @@ EDGEFRAME_UNROLL
               }
           }
         }
-EDGEFRAME_UNROLL
+        EDGEFRAME_UNROLL
         for (int t = 0; t < NV; ++t)
           if (t0 + t < nrow)
             for (int v = 0; v < V; ++v) grad_n(a, l * l + t0 + t, c0 + v) = acc[t][v];
@@ -418,10 +416,11 @@ void edge_frame_pack_forward(const Exec& exec, const EdgeFramePack<Exec, Real>& 
 template <class Exec, class Real>
 void edge_frame_pack_backward_edge(const Exec& exec, const EdgeFramePack<Exec, Real>& p, int n_edges,
                                    KernelForm form = native_form<Exec>()) {
-  const PackBackwardEdge<Exec, Real> f{p.n, p.g, p.grad_u, p.band, p.recv, p.send, p.grad_rot, p.grad_g,
-                                       p.grad_band, p.lmax, p.mmax, p.channels, n_edges};
+  const PackBackwardEdge<Exec, Real> f{p.n,      p.g,         p.grad_u, p.band, p.recv,     p.send, p.grad_rot,
+                                       p.grad_g, p.grad_band, p.lmax,   p.mmax, p.channels, n_edges};
   if (form == KernelForm::device)
-    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge", edge_lanes_policy<Exec, TagDeviceForm>(exec, n_edges), f);
+    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge",
+                         edge_lanes_policy<Exec, TagDeviceForm>(exec, n_edges), f);
   else
     Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge", team_policy<Exec, TagHostForm>(exec, n_edges), f);
 }
@@ -441,8 +440,8 @@ constexpr bool backward_edge_in_place(int lmax) {
 template <class Exec, class Real>
 void edge_frame_pack_backward_node(const Exec& exec, const EdgeFramePack<Exec, Real>& p, int n_nodes,
                                    KernelForm form = native_form<Exec>()) {
-  const PackBackwardNode<Exec, Real> f{p.band, p.grad_rot, p.recv_offsets, p.send_offsets, p.send_edges, p.grad_n,
-                                       p.lmax, p.mmax, p.channels};
+  const PackBackwardNode<Exec, Real> f{p.band,   p.grad_rot, p.recv_offsets, p.send_offsets, p.send_edges,
+                                       p.grad_n, p.lmax,     p.mmax,         p.channels};
   if (form == KernelForm::device)
     launch_device_node_pass("edgeframe::edge_frame_pack_backward_node", exec, f, n_nodes);
   else

@@ -21,8 +21,8 @@ namespace edgeframe::kk {
 // (LAMMPS "neigh half" with newton on); false: each pair is one directed edge (i <- j).
 template <class Exec>
 struct PairList {
-  View1<const int, Exec> i, j;              // [P] atom indices into the positions
-  Vec3View<const double, Exec> shift;       // [P, 3] Angstrom, or extent 0: no shifts
+  View1<const int, Exec> i, j;         // [P] atom indices into the positions
+  Vec3View<const double, Exec> shift;  // [P, 3] Angstrom, or extent 0: no shifts
   bool half = false;
 };
 
@@ -30,11 +30,11 @@ template <class Exec>
 struct Graph {
   int n_nodes = 0;
   int n_edges = 0;
-  View1<int, Exec> recv, send;      // [E]
-  Vec3View<double, Exec> shift;     // [E, 3] Angstrom
-  View1<int, Exec> recv_offsets;    // [N+1] edges into i: recv_offsets[i] .. recv_offsets[i+1]-1
-  View1<int, Exec> send_offsets;    // [N+1] into send_edges
-  View1<int, Exec> send_edges;      // [E] edge ids grouped by sender, ascending within a group
+  View1<int, Exec> recv, send;    // [E]
+  Vec3View<double, Exec> shift;   // [E, 3] Angstrom
+  View1<int, Exec> recv_offsets;  // [N+1] edges into i: recv_offsets[i] .. recv_offsets[i+1]-1
+  View1<int, Exec> send_offsets;  // [N+1] into send_edges
+  View1<int, Exec> send_edges;    // [E] edge ids grouped by sender, ascending within a group
 };
 
 namespace impl {
@@ -43,12 +43,12 @@ namespace impl {
 template <class Exec>
 struct PairEmit {
   View1<const int, Exec> i, j;
-  Vec3View<const double, Exec> shift, x;   // [P, 3], [N, 3] Angstrom
-  View1<int, Exec> first;                  // [P] first output slot of pair p
-  View1<std::int64_t, Exec> keys;          // [E] (TagForward only)
-  double cutoff2;                          // Angstrom^2
-  int per_pair;                            // 1 (full list) or 2 (half list)
-  std::int64_t slots;                      // keys are recv * slots + (per_pair * p + dir)
+  Vec3View<const double, Exec> shift, x;  // [P, 3], [N, 3] Angstrom
+  View1<int, Exec> first;                 // [P] first output slot of pair p
+  View1<std::int64_t, Exec> keys;         // [E] (TagForward only)
+  double cutoff2;                         // Angstrom^2
+  int per_pair;                           // 1 (full list) or 2 (half list)
+  std::int64_t slots;                     // keys are recv * slots + (per_pair * p + dir)
 
   KOKKOS_INLINE_FUNCTION bool keep(int p) const {
     const int a = i(p), b = j(p);
@@ -103,8 +103,8 @@ struct EdgeFromKey {
 // every offset is written exactly once: no atomics, deterministic.
 template <class Exec>
 struct CsrOffsets {
-  View1<const int, Exec> row;   // [E] sorted ascending
-  View1<int, Exec> offsets;     // [N+1]
+  View1<const int, Exec> row;  // [E] sorted ascending
+  View1<int, Exec> offsets;    // [N+1]
   int n_items, n_rows;
   KOKKOS_INLINE_FUNCTION void operator()(int e) const {
     const int prev = e == 0 ? -1 : row(e - 1);
@@ -144,16 +144,17 @@ Graph<Exec> build_graph(const Exec& exec, const PairList<Exec>& pairs, Vec3View<
   Graph<Exec> g;
   g.n_nodes = n_nodes;
   g.n_edges = n_edges;
-  emit.keys = View1<std::int64_t, Exec>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "edgeframe::graph_keys"), n_edges);
+  emit.keys = View1<std::int64_t, Exec>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "edgeframe::graph_keys"),
+                                        n_edges);
   Kokkos::parallel_for("edgeframe::graph_emit", Range<Exec, TagForward>(exec, 0, n_pairs), emit);
   Kokkos::sort(exec, emit.keys);
 
   g.recv = View1<int, Exec>(Kokkos::view_alloc(exec, "edgeframe::graph_recv"), n_edges);
   g.send = View1<int, Exec>(Kokkos::view_alloc(exec, "edgeframe::graph_send"), n_edges);
   g.shift = Vec3View<double, Exec>(Kokkos::view_alloc(exec, "edgeframe::graph_shift"), n_edges);
-  Kokkos::parallel_for("edgeframe::graph_fill", Range<Exec>(exec, 0, n_edges),
-                       impl::EdgeFromKey<Exec>{emit.keys, pairs.i, pairs.j, pairs.shift, g.recv, g.send, g.shift,
-                                               slots, per_pair});
+  Kokkos::parallel_for(
+      "edgeframe::graph_fill", Range<Exec>(exec, 0, n_edges),
+      impl::EdgeFromKey<Exec>{emit.keys, pairs.i, pairs.j, pairs.shift, g.recv, g.send, g.shift, slots, per_pair});
   g.recv_offsets = View1<int, Exec>(Kokkos::view_alloc(exec, "edgeframe::graph_recv_offsets"), n_nodes + 1);
   Kokkos::parallel_for("edgeframe::graph_recv_csr", Range<Exec>(exec, 0, n_edges + 1),
                        impl::CsrOffsets<Exec>{g.recv, g.recv_offsets, n_edges, n_nodes});
@@ -176,7 +177,7 @@ template <class Exec>
 struct EdgeVectors {
   View1<const int, Exec> recv, send;
   Vec3View<const double, Exec> shift, x;
-  Vec3View<double, Exec> vec;   // [E, 3] Angstrom
+  Vec3View<double, Exec> vec;  // [E, 3] Angstrom
   KOKKOS_INLINE_FUNCTION void operator()(int e) const {
     const int i = recv(e), j = send(e);
     for (int k = 0; k < 3; ++k) vec(e, k) = x(j, k) - x(i, k) + shift(e, k);

@@ -32,8 +32,10 @@ struct ChunkSenders {
   KOKKOS_INLINE_FUNCTION int lower_bound(int lo, int hi, int e) const {
     while (lo < hi) {
       const int mid = lo + (hi - lo) / 2;
-      if (send_edges(mid) < e) lo = mid + 1;
-      else hi = mid;
+      if (send_edges(mid) < e)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     return lo;
   }
@@ -77,28 +79,33 @@ Graph<Exec> graph_chunk(const Exec& exec, const Graph<Exec>& g, int e0, int e1) 
   c.send = Kokkos::subview(g.send, std::make_pair(e0, e1));
   c.shift = Kokkos::subview(g.shift, std::make_pair(e0, e1), Kokkos::ALL);
   const int N = g.n_nodes;
-  c.recv_offsets = View1<int, Exec>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::chunk recv_offsets"), N + 1);
-  c.send_offsets = View1<int, Exec>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::chunk send_offsets"), N + 1);
-  c.send_edges = View1<int, Exec>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::chunk send_edges"), c.n_edges);
+  c.recv_offsets =
+      View1<int, Exec>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::chunk recv_offsets"), N + 1);
+  c.send_offsets =
+      View1<int, Exec>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::chunk send_offsets"), N + 1);
+  c.send_edges =
+      View1<int, Exec>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::chunk send_edges"), c.n_edges);
   const auto parent_ro = g.recv_offsets;
   const auto ro = c.recv_offsets;
-  Kokkos::parallel_for("edgeframe::chunk_recv_offsets", Range<Exec>(exec, 0, N + 1), KOKKOS_LAMBDA(int a) {
-    const int o = parent_ro(a);
-    ro(a) = (o < e0 ? e0 : (o > e1 ? e1 : o)) - e0;
-  });
+  Kokkos::parallel_for(
+      "edgeframe::chunk_recv_offsets", Range<Exec>(exec, 0, N + 1), KOKKOS_LAMBDA(int a) {
+        const int o = parent_ro(a);
+        ro(a) = (o < e0 ? e0 : (o > e1 ? e1 : o)) - e0;
+      });
   View1<int, Exec> first(Kokkos::view_alloc(Kokkos::WithoutInitializing, "edgeframe::chunk first"), N);
   impl::ChunkSenders<Exec> senders{g.send_offsets, g.send_edges, first, c.send_offsets, e0, e1};
   int total = 0;
   Kokkos::parallel_scan("edgeframe::chunk_senders", Range<Exec>(exec, 0, N), senders, total);
-  if (total != c.n_edges)    // every chunk edge has exactly one sender: a broken parent graph
+  if (total != c.n_edges)  // every chunk edge has exactly one sender: a broken parent graph
     Kokkos::abort("edgeframe::graph_chunk: the sender grouping does not cover the chunk's edges");
   Kokkos::deep_copy(exec, Kokkos::subview(c.send_offsets, N), total);
   const auto so = c.send_offsets;
   const auto parent_se = g.send_edges;
   const auto se = c.send_edges;
-  Kokkos::parallel_for("edgeframe::chunk_send_edges", Range<Exec>(exec, 0, N), KOKKOS_LAMBDA(int a) {
-    for (int q = so(a), p = first(a); q < so(a + 1); ++q, ++p) se(q) = parent_se(p) - e0;
-  });
+  Kokkos::parallel_for(
+      "edgeframe::chunk_send_edges", Range<Exec>(exec, 0, N), KOKKOS_LAMBDA(int a) {
+        for (int q = so(a), p = first(a); q < so(a + 1); ++q, ++p) se(q) = parent_se(p) - e0;
+      });
   return c;
 }
 

@@ -30,8 +30,7 @@ template <int Order, int NT>
 KOKKOS_INLINE_FUNCTION void jet_prod_term(Jet<Order, NT>& r, int q, const Jet<Order, NT>& a, int i,
                                           const Jet<Order, NT>& b, int j, bool first) {
   r.c[q][0] = (first ? 0.0 : r.c[q][0]) + a.c[i][0] * b.c[j][0];
-  for (int k = 1; k < NT; ++k)
-    r.c[q][k] = (first ? 0.0 : r.c[q][k]) + a.c[i][0] * b.c[j][k] + a.c[i][k] * b.c[j][0];
+  for (int k = 1; k < NT; ++k) r.c[q][k] = (first ? 0.0 : r.c[q][k]) + a.c[i][0] * b.c[j][k] + a.c[i][k] * b.c[j][0];
 }
 
 // a * b, truncated at the jet order.

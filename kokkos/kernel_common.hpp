@@ -88,9 +88,11 @@ template <class Exec, class F>
 void launch_device_node_pass(const char* label, const Exec& exec, const F& f, int n_nodes) {
   const std::int64_t items = std::int64_t(n_nodes) * (f.lmax + 1) * f.channels;
   if (device_channel_block(f.channels) == 4)
-    Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec, TagDeviceChannels<4>, Kokkos::IndexType<std::int64_t>>(exec, 0, items / 4), f);
+    Kokkos::parallel_for(
+        label, Kokkos::RangePolicy<Exec, TagDeviceChannels<4>, Kokkos::IndexType<std::int64_t>>(exec, 0, items / 4), f);
   else
-    Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec, TagDeviceChannels<1>, Kokkos::IndexType<std::int64_t>>(exec, 0, items), f);
+    Kokkos::parallel_for(
+        label, Kokkos::RangePolicy<Exec, TagDeviceChannels<1>, Kokkos::IndexType<std::int64_t>>(exec, 0, items), f);
 }
 
 // sum_{c < n} f(c) in double, the same on every lane of the team. On the host (a team of one)
@@ -99,18 +101,12 @@ void launch_device_node_pass(const char* label, const Exec& exec, const F& f, in
 template <class Team, class F>
 KOKKOS_INLINE_FUNCTION double team_dot(const Team& team, int n, const F& f) {
   double result = 0.0;
-  KOKKOS_IF_ON_HOST((
-    (void)team;
-    double acc[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    int c = 0;
-    for (; c + 8 <= n; c += 8)
-      for (int q = 0; q < 8; ++q) acc[q] += f(c + q);
-    for (int q = 0; c + q < n; ++q) acc[q] += f(c + q);
-    result = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-  ))
-  KOKKOS_IF_ON_DEVICE((
-    Kokkos::parallel_reduce(Kokkos::TeamVectorRange(team, n), [&](int c, double& sum) { sum += f(c); }, result);
-  ))
+  KOKKOS_IF_ON_HOST(((void)team; double acc[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}; int c = 0;
+                     for (; c + 8 <= n; c += 8) for (int q = 0; q < 8; ++q) acc[q] += f(c + q);
+                     for (int q = 0; c + q < n; ++q) acc[q] += f(c + q);
+                     result = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));))
+  KOKKOS_IF_ON_DEVICE((Kokkos::parallel_reduce(
+                           Kokkos::TeamVectorRange(team, n), [&](int c, double& sum) { sum += f(c); }, result);))
   return result;
 }
 

@@ -34,17 +34,17 @@ KOKKOS_INLINE_FUNCTION EnvelopeValue envelope(double r, double r_cut, int p) {
 // loss with respect to the edge vectors, from its gradients with respect to rbf and env.
 template <class Exec, class Real = double>
 struct Radial {
-  Vec3View<const double, Exec> vec;   // [E, 3] Angstrom
-  View2<Real, Exec> rbf;              // [E, n_rbf] 1/Angstrom^(3/2)
-  View1<Real, Exec> env;              // [E]
-  View2<double, Exec> drbf;           // [E, n_rbf] d rbf / dr
-  View1<double, Exec> denv;           // [E] du/dr, 1/Angstrom
-  View2<const Real, Exec> grad_rbf;   // [E, n_rbf] (backward)
-  View1<const Real, Exec> grad_env;   // [E] or extent 0 (backward)
-  Vec3View<double, Exec> grad_vec;    // [E, 3] (backward output)
-  double r_cut;                       // Angstrom
+  Vec3View<const double, Exec> vec;  // [E, 3] Angstrom
+  View2<Real, Exec> rbf;             // [E, n_rbf] 1/Angstrom^(3/2)
+  View1<Real, Exec> env;             // [E]
+  View2<double, Exec> drbf;          // [E, n_rbf] d rbf / dr
+  View1<double, Exec> denv;          // [E] du/dr, 1/Angstrom
+  View2<const Real, Exec> grad_rbf;  // [E, n_rbf] (backward)
+  View1<const Real, Exec> grad_env;  // [E] or extent 0 (backward)
+  Vec3View<double, Exec> grad_vec;   // [E, 3] (backward output)
+  double r_cut;                      // Angstrom
   int n_rbf, p;
-  bool accumulate = false;            // backward adds to grad_vec instead of overwriting it
+  bool accumulate = false;  // backward adds to grad_vec instead of overwriting it
 
   KOKKOS_INLINE_FUNCTION double length(int e) const {
     return Kokkos::sqrt(vec(e, 0) * vec(e, 0) + vec(e, 1) * vec(e, 1) + vec(e, 2) * vec(e, 2));

@@ -22,11 +22,11 @@ struct RmsNorm {
   // are contiguous (row l*l + m + l). Only rows of degree <= lmax are read.
   const Real* h_data = nullptr;
   long node_stride = 0;
-  View2<const Real, Exec> scale;    // [lmax + 1, C]
-  View3<Real, Exec> out;            // [N, (lmax+1)^2, C] (forward)
-  View2<double, Exec> r;            // [N, lmax + 1] (forward writes, backward reads)
-  View3<const Real, Exec> grad_out; // [N, (lmax+1)^2, C] (backward)
-  View3<Real, Exec> grad_h;         // [N, (lmax+1)^2, C] (backward)
+  View2<const Real, Exec> scale;     // [lmax + 1, C]
+  View3<Real, Exec> out;             // [N, (lmax+1)^2, C] (forward)
+  View2<double, Exec> r;             // [N, lmax + 1] (forward writes, backward reads)
+  View3<const Real, Exec> grad_out;  // [N, (lmax+1)^2, C] (backward)
+  View3<Real, Exec> grad_h;          // [N, (lmax+1)^2, C] (backward)
   int lmax = 0, channels = 0;
   double eps = 0.0;
 

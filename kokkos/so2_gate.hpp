@@ -28,12 +28,12 @@ namespace edgeframe::kk {
 
 template <class Exec, class Real>
 struct So2Gate {
-  View2<const Real, Exec> z;        // [E, (K + L) C]
-  View2<const Real, Exec> sig0;     // [E, C] sigmoid of z's row 0 (for its SiLU), or empty: computed
-  View2<const Real, Exec> sig;      // [E, L C] sigmoid of the gate rows, degree l at (l - 1) C, or empty
-  View3<Real, Exec> x;              // [E, K, C] (forward)
-  View3<const Real, Exec> grad_x;   // [E, K, C] (backward)
-  View2<Real, Exec> grad_z;         // [E, (K + L) C] (backward)
+  View2<const Real, Exec> z;       // [E, (K + L) C]
+  View2<const Real, Exec> sig0;    // [E, C] sigmoid of z's row 0 (for its SiLU), or empty: computed
+  View2<const Real, Exec> sig;     // [E, L C] sigmoid of the gate rows, degree l at (l - 1) C, or empty
+  View3<Real, Exec> x;             // [E, K, C] (forward)
+  View3<const Real, Exec> grad_x;  // [E, K, C] (backward)
+  View2<Real, Exec> grad_z;        // [E, (K + L) C] (backward)
   int lmax = 0, mmax = 0, channels = 0;
 
   // Row of z (in units of C columns) that packed row r reads.
@@ -182,7 +182,8 @@ void launch_gate(const char* label, const Exec& exec, const So2Gate<Exec, Real>&
   }
   Kokkos::parallel_for(label,
                        Kokkos::RangePolicy<Exec, ChannelTag, Kokkos::IndexType<std::int64_t>>(
-                           exec, 0, std::int64_t(n_edges) * f.channels), f);
+                           exec, 0, std::int64_t(n_edges) * f.channels),
+                       f);
 }
 
 template <class Exec, class Real>

@@ -20,17 +20,17 @@ namespace edgeframe::kk {
 // the part it reads.
 template <class Exec, class Real>
 struct UnrotateAggregate {
-  View3<const Real, Exec> w;         // [E, K, C] packed messages
-  View2<const Real, Exec> band;      // [E, band_size]
-  View1<const Real, Exec> env;       // [E] envelope u(r_e)
-  View1<const int, Exec> recv;       // [E]
+  View3<const Real, Exec> w;            // [E, K, C] packed messages
+  View2<const Real, Exec> band;         // [E, band_size]
+  View1<const Real, Exec> env;          // [E] envelope u(r_e)
+  View1<const int, Exec> recv;          // [E]
   View1<const int, Exec> recv_offsets;  // [N+1]
-  View3<Real, Exec> agg;             // [N, D, C] forward output (overwritten)
-  View3<const Real, Exec> grad_agg;  // [N, D, C] backward input
-  View3<Real, Exec> grad_w;          // [E, K, C] backward output (overwritten)
-  View2<Real, Exec> grad_band;       // [E, band_size] backward output (overwritten)
-  View1<Real, Exec> grad_env;        // [E] backward output (overwritten)
-  double scale;                      // 1 / avg_neighbors
+  View3<Real, Exec> agg;                // [N, D, C] forward output (overwritten)
+  View3<const Real, Exec> grad_agg;     // [N, D, C] backward input
+  View3<Real, Exec> grad_w;             // [E, K, C] backward output (overwritten)
+  View2<Real, Exec> grad_band;          // [E, band_size] backward output (overwritten)
+  View1<Real, Exec> grad_env;           // [E] backward output (overwritten)
+  double scale;                         // 1 / avg_neighbors
   int lmax, mmax, channels;
 };
 
@@ -81,7 +81,7 @@ struct UnrotateForward {
       constexpr int NV = decltype(slots)::value;
       for (int t0 = 0; t0 < nrow; t0 += NV) {
         Real acc[NV][V];
-EDGEFRAME_UNROLL
+        EDGEFRAME_UNROLL
         for (int t = 0; t < NV; ++t)
           for (int v = 0; v < V; ++v) acc[t][v] = Real(0);
         for (int e = recv_offsets(a); e < recv_offsets(a + 1); ++e) {
@@ -90,7 +90,7 @@ EDGEFRAME_UNROLL
             Real wv[V];
             for (int v = 0; v < V; ++v) wv[v] = w(e, packed_row(l, m, lmax), c0 + v);
             const int b = off + (m + k) * nrow + t0;
-EDGEFRAME_UNROLL
+            EDGEFRAME_UNROLL
             for (int t = 0; t < NV; ++t)
               if (t0 + t < nrow) {
                 const Real d = se * band(e, b + t);
@@ -98,7 +98,7 @@ EDGEFRAME_UNROLL
               }
           }
         }
-EDGEFRAME_UNROLL
+        EDGEFRAME_UNROLL
         for (int t = 0; t < NV; ++t)
           if (t0 + t < nrow)
             for (int v = 0; v < V; ++v) agg(a, l * l + t0 + t, c0 + v) = acc[t][v];
@@ -150,7 +150,8 @@ struct UnrotateBackward {
         for (int mp = -l; mp <= l; ++mp) {
           const Real* KOKKOS_RESTRICT G = &grad_agg(i, l * l + l + mp, 0);
           const double acc = team_dot(team, C, [&](int c) { return double(wr[c]) * double(G[c]); });
-          Kokkos::single(Kokkos::PerTeam(team), [&]() { grad_band(e, boff + mp + l) = static_cast<Real>(double(se) * acc); });
+          Kokkos::single(Kokkos::PerTeam(team),
+                         [&]() { grad_band(e, boff + mp + l) = static_cast<Real>(double(se) * acc); });
         }
       }
     }
@@ -185,13 +186,13 @@ struct UnrotateBackward {
             }
           for (int t0 = 0; t0 <= 2 * l; t0 += NV) {  // one chunk unless 2l+1 > kMaxSlots
             double part[NV];
-EDGEFRAME_UNROLL
+            EDGEFRAME_UNROLL
             for (int t = 0; t < NV; ++t) part[t] = 0.0;
             for (int c = lanes.index; c < C; c += Lanes::count) {
               const Real wc = w(e, prow, c);
               Real rg = Real(0);
               const int q = l * l + t0;
-EDGEFRAME_UNROLL
+              EDGEFRAME_UNROLL
               for (int t = 0; t < NV; ++t)
                 if (t0 + t <= 2 * l) {
                   const Real G = grad_agg(i, q + t, c);
@@ -228,10 +229,11 @@ void unrotate_aggregate_forward(const Exec& exec, const UnrotateAggregate<Exec, 
 template <class Exec, class Real>
 void unrotate_aggregate_backward(const Exec& exec, const UnrotateAggregate<Exec, Real>& p, int n_edges,
                                  KernelForm form = native_form<Exec>()) {
-  const UnrotateBackward<Exec, Real> f{p.w, p.grad_agg, p.band, p.env, p.recv, p.grad_w, p.grad_band, p.grad_env,
-                                       p.scale, p.lmax, p.mmax, p.channels, n_edges};
+  const UnrotateBackward<Exec, Real> f{p.w,        p.grad_agg, p.band, p.env,  p.recv,     p.grad_w, p.grad_band,
+                                       p.grad_env, p.scale,    p.lmax, p.mmax, p.channels, n_edges};
   if (form == KernelForm::device)
-    Kokkos::parallel_for("edgeframe::unrotate_aggregate_backward", edge_lanes_policy<Exec, TagDeviceForm>(exec, n_edges), f);
+    Kokkos::parallel_for("edgeframe::unrotate_aggregate_backward",
+                         edge_lanes_policy<Exec, TagDeviceForm>(exec, n_edges), f);
   else
     Kokkos::parallel_for("edgeframe::unrotate_aggregate_backward", team_policy<Exec, TagHostForm>(exec, n_edges), f);
 }

@@ -120,9 +120,12 @@ inline constexpr int kMaxSlots = 8;
 // partial sums in registers, which needs NV at compile time.
 template <class F>
 KOKKOS_INLINE_FUNCTION void with_pow2_slots(int n, const F& f) {
-  if (n <= 1) f(std::integral_constant<int, 1>{});
-  else if (n <= 4) f(std::integral_constant<int, 4>{});
-  else f(std::integral_constant<int, kMaxSlots>{});
+  if (n <= 1)
+    f(std::integral_constant<int, 1>{});
+  else if (n <= 4)
+    f(std::integral_constant<int, 4>{});
+  else
+    f(std::integral_constant<int, kMaxSlots>{});
 }
 
 }  // namespace edgeframe::kk

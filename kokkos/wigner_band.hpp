@@ -78,9 +78,9 @@ KOKKOS_INLINE_FUNCTION EdgeFrame edge_frame(const double r[3], double roll, bool
 template <class Exec, int Order, class Real = double>
 struct WignerBand {
   Kokkos::View<const double* [3], Kokkos::LayoutRight, typename Exec::memory_space> vec;  // [E, 3] Angstrom
-  View1<const double, Exec> roll;   // [E] radians, or extent 0 for no roll
-  View2<Real, Exec> band;           // [E, band_size]
-  View3<Real, Exec> dband;          // [E, band_size, 3] d band / d r_e, 1/Angstrom (TagValueAndGrad)
+  View1<const double, Exec> roll;  // [E] radians, or extent 0 for no roll
+  View2<Real, Exec> band;          // [E, band_size]
+  View3<Real, Exec> dband;         // [E, band_size, 3] d band / d r_e, 1/Angstrom (TagValueAndGrad)
   int lmax;
 
   KOKKOS_INLINE_FUNCTION void operator()(TagValue, int e) const { compute<false>(e); }
@@ -191,7 +191,8 @@ void wigner_band_backward(const Exec& exec, View2<const Real, Exec> grad_band, V
 
 // Launch: band [E, band_size(lmax, mmax)], and dband [E, band_size, 3] unless it has extent 0.
 template <class Exec, class Real>
-void compute_wigner_band(const Exec& exec, Kokkos::View<const double* [3], Kokkos::LayoutRight, typename Exec::memory_space> vec,
+void compute_wigner_band(const Exec& exec,
+                         Kokkos::View<const double* [3], Kokkos::LayoutRight, typename Exec::memory_space> vec,
                          View1<const double, Exec> roll, View2<Real, Exec> band, View3<Real, Exec> dband, int lmax,
                          int mmax) {
   const int n_edges = static_cast<int>(vec.extent(0));

@@ -29,10 +29,14 @@ using Mem = Exec::memory_space;
 template <class T>
 constexpr torch::Dtype dtype_of() {
   using U = std::remove_const_t<T>;
-  if constexpr (std::is_same_v<U, double>) return torch::kFloat64;
-  else if constexpr (std::is_same_v<U, float>) return torch::kFloat32;
-  else if constexpr (std::is_same_v<U, int>) return torch::kInt32;
-  else static_assert(sizeof(U) == 0, "no torch dtype for this element type");
+  if constexpr (std::is_same_v<U, double>)
+    return torch::kFloat64;
+  else if constexpr (std::is_same_v<U, float>)
+    return torch::kFloat32;
+  else if constexpr (std::is_same_v<U, int>)
+    return torch::kInt32;
+  else
+    static_assert(sizeof(U) == 0, "no torch dtype for this element type");
 }
 
 inline torch::Device device() {
@@ -93,8 +97,7 @@ inline void check(const torch::Tensor& t, torch::Dtype dtype, int64_t rank, cons
   if (t.dim() != rank)
     throw ComputeError(std::string("edgeframe bridge: tensor ") + what + " has rank " + std::to_string(t.dim()) +
                        ", expected " + std::to_string(rank));
-  if (!t.is_contiguous())
-    throw ComputeError(std::string("edgeframe bridge: tensor ") + what + " is not contiguous");
+  if (!t.is_contiguous()) throw ComputeError(std::string("edgeframe bridge: tensor ") + what + " is not contiguous");
 }
 
 // Views over tensor memory (a view built from a pointer does not own or count it: unmanaged),

@@ -33,10 +33,10 @@ class ComputeError : public std::runtime_error {
 class NonFiniteError : public ComputeError {
  public:
   NonFiniteError(const std::string& summary, int node, int count, const std::string& detail)
-      : ComputeError("edgeframe: " + summary +
-                     (node >= 0 ? "; first node with a non-finite energy or force: " + std::to_string(node) + " (" +
-                                      detail + ")"
-                                : std::string("; no single node's energy or force is non-finite"))),
+      : ComputeError(
+            "edgeframe: " + summary +
+            (node >= 0 ? "; first node with a non-finite energy or force: " + std::to_string(node) + " (" + detail + ")"
+                       : std::string("; no single node's energy or force is non-finite"))),
         m_summary(summary),
         m_detail(detail),
         m_node(node),

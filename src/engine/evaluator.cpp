@@ -67,7 +67,9 @@ constexpr bool kCudaGraphs = false;
 // is process-wide in torch and other code in the process (a second pair style) must not see it.
 class Tf32Scope {
  public:
-  explicit Tf32Scope(bool on) : m_prev(at::globalContext().allowTF32CuBLAS()) { at::globalContext().setAllowTF32CuBLAS(on); }
+  explicit Tf32Scope(bool on) : m_prev(at::globalContext().allowTF32CuBLAS()) {
+    at::globalContext().setAllowTF32CuBLAS(on);
+  }
   ~Tf32Scope() { at::globalContext().setAllowTF32CuBLAS(m_prev); }
   Tf32Scope(const Tf32Scope&) = delete;
   Tf32Scope& operator=(const Tf32Scope&) = delete;
@@ -87,14 +89,14 @@ c10::CachingAllocator::Stat torch_pool_bytes(c10::CachingAllocator::StatArray To
 #endif
 
 struct LayerWeights {
-  Tensor norm_scale;                 // [L+1, C]
+  Tensor norm_scale;  // [L+1, C]
   Tensor rad_w0_rbf, rad_w1, rad_b1, rad_w2, rad_b2;
   // The first radial linear's part that depends on the species pair only: bias + receiver
   // table[s_i] + sender table[s_j], row s_i S + s_j ([S^2, H_r], made in double at load).
   Tensor rad_pair;
   Tensor so2_1_w0, so2_1_b0, so2_2_w0, so2_2_b0;
-  Tensor so2_1_w0_l0in;                // so2_1 block 0 columns of the l = 0 input row (layer 0)
-  Tensor so2_2_w0_l0out, so2_2_b0_l0out;  // so2_2 block 0 rows of the l = 0 output (last layer)
+  Tensor so2_1_w0_l0in;                      // so2_1 block 0 columns of the l = 0 input row (layer 0)
+  Tensor so2_2_w0_l0out, so2_2_b0_l0out;     // so2_2 block 0 rows of the l = 0 output (last layer)
   std::vector<Tensor> so2_1_big, so2_2_big;  // per m = 1..mmax: [[Wr, -Wi], [Wi, Wr]]
   Tensor ffn_scale, ffn_w1, ffn_b1, ffn_wg, ffn_bg, ffn_w2, ffn_b2;
   // The two SO(2) linears as block GEMMs (impl::So2Plan), with this layer's skips applied.
@@ -107,9 +109,9 @@ struct Evaluator::Impl {
   ModelConfig cfg;
   Precision precision;
   EvaluatorOptions::Activations activations;  // EvaluatorOptions::activations
-  double memory_budget;   // EvaluatorOptions::memory_budget
-  bool cuda_graph;        // EvaluatorOptions::cuda_graph
-  int edge_chunk;         // EvaluatorOptions::edge_chunk
+  double memory_budget;                       // EvaluatorOptions::memory_budget
+  bool cuda_graph;                            // EvaluatorOptions::cuda_graph
+  int edge_chunk;                             // EvaluatorOptions::edge_chunk
   // The plan of the last step with a backward pass, and the graph size it was made for
   // (automatic makes a new one when the edge or node count changes).
   ActivationPlan plan;
@@ -122,7 +124,7 @@ struct Evaluator::Impl {
   struct ChunkCache {
     kk::View1<int, Exec> key;
     int n_edges = -1, edge_chunk = -1;
-    std::vector<std::pair<int, int>> edges;    // [e0, e1) per chunk
+    std::vector<std::pair<int, int>> edges;  // [e0, e1) per chunk
     std::vector<kk::Graph<Exec>> graphs;
     long builds = 0;
   } chunk_cache;
@@ -170,22 +172,22 @@ struct Evaluator::Impl {
       LayerWeights lw;
       // Tensors used as stored: file name (after "layers.<t>.") -> member.
       static const std::pair<const char*, Tensor LayerWeights::*> kAsStored[] = {
-          {"norm_scale", &LayerWeights::norm_scale},
-          {"radial.1.weight", &LayerWeights::rad_w1},      {"radial.1.bias", &LayerWeights::rad_b1},
-          {"radial.2.weight", &LayerWeights::rad_w2},      {"radial.2.bias", &LayerWeights::rad_b2},
-          {"so2_1.m0.weight", &LayerWeights::so2_1_w0},    {"so2_1.m0.bias", &LayerWeights::so2_1_b0},
-          {"so2_2.m0.weight", &LayerWeights::so2_2_w0},    {"so2_2.m0.bias", &LayerWeights::so2_2_b0},
-          {"ffn_norm_scale", &LayerWeights::ffn_scale},    {"ffn.lin1.weight", &LayerWeights::ffn_w1},
-          {"ffn.lin1.bias", &LayerWeights::ffn_b1},        {"ffn.gate.weight", &LayerWeights::ffn_wg},
-          {"ffn.gate.bias", &LayerWeights::ffn_bg},        {"ffn.lin2.weight", &LayerWeights::ffn_w2},
-          {"ffn.lin2.bias", &LayerWeights::ffn_b2}};
+          {"norm_scale", &LayerWeights::norm_scale},  {"radial.1.weight", &LayerWeights::rad_w1},
+          {"radial.1.bias", &LayerWeights::rad_b1},   {"radial.2.weight", &LayerWeights::rad_w2},
+          {"radial.2.bias", &LayerWeights::rad_b2},   {"so2_1.m0.weight", &LayerWeights::so2_1_w0},
+          {"so2_1.m0.bias", &LayerWeights::so2_1_b0}, {"so2_2.m0.weight", &LayerWeights::so2_2_w0},
+          {"so2_2.m0.bias", &LayerWeights::so2_2_b0}, {"ffn_norm_scale", &LayerWeights::ffn_scale},
+          {"ffn.lin1.weight", &LayerWeights::ffn_w1}, {"ffn.lin1.bias", &LayerWeights::ffn_b1},
+          {"ffn.gate.weight", &LayerWeights::ffn_wg}, {"ffn.gate.bias", &LayerWeights::ffn_bg},
+          {"ffn.lin2.weight", &LayerWeights::ffn_w2}, {"ffn.lin2.bias", &LayerWeights::ffn_b2}};
       for (const auto& [name, member] : kAsStored) lw.*member = to_dev(w(p + name));
       // First radial linear on [rbf, emb(s_i), emb(s_j)] split into its rbf part and one table
       // per species pair (bias + emb(s_i) W_i^T + emb(s_j) W_j^T), gathered per edge: the same
       // sum, fewer flops, and one gather per layer instead of two gathers and two adds.
       const Tensor w0 = w(p + "radial.0.weight"), emb = w(p + "edge_embedding");
       lw.rad_w0_rbf = to_dev(w0.narrow(1, 0, n_rbf));
-      const Tensor recv_table = emb.matmul(w0.narrow(1, n_rbf, ee).t()), send_table = emb.matmul(w0.narrow(1, n_rbf + ee, ee).t());
+      const Tensor recv_table = emb.matmul(w0.narrow(1, n_rbf, ee).t()),
+                   send_table = emb.matmul(w0.narrow(1, n_rbf + ee, ee).t());
       const std::int64_t S = emb.size(0);
       lw.rad_pair = to_dev((w(p + "radial.0.bias").view({1, 1, -1}) + recv_table.unsqueeze(1) + send_table.unsqueeze(0))
                                .reshape({S * S, -1}));
@@ -254,9 +256,10 @@ struct Evaluator::Impl {
       const double z = double(kk::band_rows(L, parts.gate_mmax) + L) * H;
       const double messages = double(kk::band_rows(parts.unrotate.lmax, parts.unrotate.mmax)) * C;
       const bool in_place = impl::pack_backward_in_place(parts.pack.lmax);
-      const double pack_grads = (in_place ? 1.0 : 2.0) *
-                                double(kk::band_rows(parts.pack.lmax, parts.pack.mmax) +
-                                       kk::gate_rows(parts.pack.lmax, parts.pack.mmax)) * 2.0 * C;
+      const double pack_grads =
+          (in_place ? 1.0 : 2.0) *
+          double(kk::band_rows(parts.pack.lmax, parts.pack.mmax) + kk::gate_rows(parts.pack.lmax, parts.pack.mmax)) *
+          2.0 * C;
       m.kept_per_edge.push_back(vb * (radial + z + messages));
       m.backward_per_edge.push_back(vb * (radial + std::max(z + messages, pack_grads)));
     }
@@ -292,8 +295,10 @@ struct Evaluator::Impl {
     plan.recompute.assign(cfg.layers, activations == EvaluatorOptions::Activations::recompute ? 1 : 0);
     plan.edge_chunk = activations == EvaluatorOptions::Activations::recompute ? edge_chunk : 0;
     const MemoryModel model = memory_model();
-    if (activations == EvaluatorOptions::Activations::automatic) plan = plan_activations(model, E, N, budget_now());
-    else plan.predicted_bytes = predicted_peak(model, E, N, plan.recompute, plan.edge_chunk);
+    if (activations == EvaluatorOptions::Activations::automatic)
+      plan = plan_activations(model, E, N, budget_now());
+    else
+      plan.predicted_bytes = predicted_peak(model, E, N, plan.recompute, plan.edge_chunk);
     plan_edges = E;
     plan_nodes = N;
     return plan;
@@ -324,13 +329,15 @@ struct Evaluator::Impl {
     impl::So2Plan& p1 = lw.so2_1_plan;
     p1.x_width = u_rows * 2 * C;
     p1.z_width = (gated_rows + L) * H;
-    p1.blocks.push_back({0, (first ? 1 : L + 1) * 2 * C, 0, (2 * L + 1) * H, first ? lw.so2_1_w0_l0in : lw.so2_1_w0,
-                         lw.so2_1_b0});
+    p1.blocks.push_back(
+        {0, (first ? 1 : L + 1) * 2 * C, 0, (2 * L + 1) * H, first ? lw.so2_1_w0_l0in : lw.so2_1_w0, lw.so2_1_b0});
     impl::So2Plan& p2 = lw.so2_2_plan;
     p2.x_width = gated_rows * H;
     p2.z_width = message_rows * C;
-    if (last) p2.blocks.push_back({0, (L + 1) * H, 0, C, lw.so2_2_w0_l0out, lw.so2_2_b0_l0out});
-    else p2.blocks.push_back({0, (L + 1) * H, 0, (L + 1) * C, lw.so2_2_w0, lw.so2_2_b0});
+    if (last)
+      p2.blocks.push_back({0, (L + 1) * H, 0, C, lw.so2_2_w0_l0out, lw.so2_2_b0_l0out});
+    else
+      p2.blocks.push_back({0, (L + 1) * H, 0, (L + 1) * C, lw.so2_2_w0, lw.so2_2_b0});
     for (int m = 1; m <= cfg.mmax && m_blocks; ++m) {
       const int start = kk::packed_block_start(m, L), rows = 2 * (L + 1 - m);
       p1.blocks.push_back({start * 2 * C, rows * 2 * C, (start + L) * H, rows * H, lw.so2_1_big[m - 1], Tensor()});
@@ -380,8 +387,8 @@ struct Evaluator::Impl {
   // band/rbf/env/pair narrowed to that chunk's edges).
   // The first layer rotates degree 0 only and the last aggregates degree 0 only (make_so2_plans):
   // the last layer's messages are [N, 1, C].
-  Tensor edge_messages(const LayerWeights& lw, const Tensor& n, const Tensor& band, const Tensor& rbf, const Tensor& env,
-                       const Tensor& pair, impl::StepContext& step, bool first, bool last) const {
+  Tensor edge_messages(const LayerWeights& lw, const Tensor& n, const Tensor& band, const Tensor& rbf,
+                       const Tensor& env, const Tensor& pair, impl::StepContext& step, bool first, bool last) const {
     const int E = static_cast<int>(band.size(0)), C = cfg.channels, H = cfg.hidden_channels;
     const EdgeParts parts = edge_parts(first, last);
     // The m = 0 rows of the band, for the parts that take them (the step's band otherwise).
@@ -433,8 +440,8 @@ struct Evaluator::Impl {
   // What a step leaves on the device before its sums reach the host: the part of a step that a
   // CUDA graph can hold (no host synchronisation in it).
   struct DeviceStep {
-    Result res;                     // views only; energy and virial are filled by finish()
-    kk::View1<double, Exec> sums;   // [10]: virial (9), energy
+    Result res;                    // views only; energy and virial are filled by finish()
+    kk::View1<double, Exec> sums;  // [10]: virial (9), energy
     bool grad = false;
     int n_local = 0;
   };
@@ -498,14 +505,13 @@ namespace {
     for (int d = 0; have_forces && d < 3; ++d) bad = bad || !std::isfinite(f(k, d));
     if (bad && count++ == 0) first = k;
   }
-  auto show = [](double v) {    // "nan", never "-nan": the sign of a NaN means nothing
+  auto show = [](double v) {  // "nan", never "-nan": the sign of a NaN means nothing
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", std::isnan(v) ? std::fabs(v) : v);
     return std::string(buf);
   };
-  const std::string summary = std::isfinite(res.energy)
-                                  ? "non-finite forces or virial (dE/dr_e has NaN or Inf)"
-                                  : "non-finite energy (" + show(res.energy) + " eV)";
+  const std::string summary = std::isfinite(res.energy) ? "non-finite forces or virial (dE/dr_e has NaN or Inf)"
+                                                        : "non-finite energy (" + show(res.energy) + " eV)";
   std::string detail;
   if (first >= 0) {
     detail = "energy " + show(e(first)) + " eV";
@@ -528,8 +534,8 @@ Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exe
     const bool recomputes = grad && m_impl->plan_for(graph.edges.n_edges, graph.edges.n_nodes).any_recomputed();
     // The graphed step has no timers (they fence), no exchange (it calls MPI from the host
     // between layers), no recomputation (its chunks are built on the host) and no roll (tests).
-    const bool graphed = m_impl->cuda_graph && kCudaGraphs && !what.times && !what.exchange && !recomputes &&
-                         what.roll.extent(0) == 0;
+    const bool graphed =
+        m_impl->cuda_graph && kCudaGraphs && !what.times && !what.exchange && !recomputes && what.roll.extent(0) == 0;
     res = graphed ? m_impl->graphed_step(graph, positions, what)
                   : Impl::finish(m_impl->device_step(graph, positions, what, step));
   }
@@ -538,8 +544,8 @@ Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exe
 }
 
 Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
-                                                        kk::Vec3View<const double, Exec> positions,
-                                                        const What& what, impl::StepContext& step) {
+                                                         kk::Vec3View<const double, Exec> positions, const What& what,
+                                                         impl::StepContext& step) {
   Impl& m = *this;
   const ModelConfig& cfg = m.cfg;
   const auto& g = graph.edges;
@@ -578,7 +584,8 @@ Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
   res.energies = kk::View1<double, Exec>(ws.take<double>(Workspace::kEnergies, N), N);
   res.forces = kk::Vec3View<double, Exec>(ws.take<double>(Workspace::kForces, std::size_t(N) * 3), N);
   res.atom_virial = kk::View2<double, Exec>(ws.take<double>(Workspace::kAtomVirial, std::size_t(N) * 9), N, 9);
-  const int n_chunks = std::max({(E + kk::kSumChunk - 1) / kk::kSumChunk, (graph.n_local + kk::kSumChunk - 1) / kk::kSumChunk, 1});
+  const int n_chunks =
+      std::max({(E + kk::kSumChunk - 1) / kk::kSumChunk, (graph.n_local + kk::kSumChunk - 1) / kk::kSumChunk, 1});
   kk::View2<double, Exec> partials(ws.take<double>(Workspace::kPartials, std::size_t(n_chunks) * 10), n_chunks, 10);
   kk::View1<double, Exec> sums(ws.take<double>(Workspace::kSums, 10), 10);
 #ifndef KOKKOS_ENABLE_CUDA
@@ -591,11 +598,13 @@ Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
   const Tensor &band = geo[0], &rbf = geo[1], &env = geo[2];
 
   const Tensor species = bridge::tensor_of(graph.species, {N}).to(torch::kLong);
-  const Tensor recv = bridge::tensor_of(g.recv, {E}).to(torch::kLong), send = bridge::tensor_of(g.send, {E}).to(torch::kLong);
+  const Tensor recv = bridge::tensor_of(g.recv, {E}).to(torch::kLong),
+               send = bridge::tensor_of(g.send, {E}).to(torch::kLong);
   // The species pair of each edge, the row of the radial tables (LayerWeights::rad_pair).
   const Tensor pair = species.index_select(0, recv) * std::int64_t(cfg.species.size()) + species.index_select(0, send);
 
-  Tensor h = torch::zeros({N, cfg.num_coeffs(), cfg.channels}, torch::TensorOptions().dtype(m.dtype).device(bridge::device()));
+  Tensor h =
+      torch::zeros({N, cfg.num_coeffs(), cfg.channels}, torch::TensorOptions().dtype(m.dtype).device(bridge::device()));
   h.select(1, 0).copy_(m.species_embedding.index_select(0, species));
   // Rows whose layer outputs matter: all, or with an exchange only the owned ones (ghost rows
   // are received before every layer that reads them).
@@ -609,7 +618,7 @@ Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
   const bool recompute = grad && E > 0 && plan.any_recomputed();
   const int edge_chunk = plan.edge_chunk;
   std::deque<impl::StepContext> chunk_steps;
-  std::vector<std::pair<int, int>> chunk_edges;    // [e0, e1) per chunk
+  std::vector<std::pair<int, int>> chunk_edges;  // [e0, e1) per chunk
   if (recompute) {
     if (edge_chunk > 0 && edge_chunk < E) {
       auto& cache = m.chunk_cache;
@@ -628,7 +637,7 @@ Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
         chunk_steps.push_back(step);
         chunk_steps.back().graph = cg;
       }
-    } else {    // one chunk: the whole graph
+    } else {  // one chunk: the whole graph
       chunk_edges.emplace_back(0, E);
       chunk_steps.push_back(step);
     }
@@ -652,14 +661,14 @@ Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
           impl::StepContext& cs = chunk_steps[k];
           const Tensor chunk_pair = pair.narrow(0, e0, e1 - e0);
           const bool first_layer = t == 0, last_layer = t == last;
-          chunk_fns.emplace_back([&m, &lw, &cs, chunk_pair, first_layer, last_layer](
-                                     const Tensor& n_in, const Tensor& band_in, const Tensor& rbf_in,
-                                     const Tensor& env_in) {
-            return m.edge_messages(lw, n_in, band_in, rbf_in, env_in, chunk_pair, cs, first_layer, last_layer);
-          });
-          const Tensor part = impl::recomputed_layer(chunk_fns.back(), n, band.narrow(0, e0, e1 - e0),
-                                                     rbf.narrow(0, e0, e1 - e0), env.narrow(0, e0, e1 - e0),
-                                                     step.layers_recomputed);
+          chunk_fns.emplace_back(
+              [&m, &lw, &cs, chunk_pair, first_layer, last_layer](const Tensor& n_in, const Tensor& band_in,
+                                                                  const Tensor& rbf_in, const Tensor& env_in) {
+                return m.edge_messages(lw, n_in, band_in, rbf_in, env_in, chunk_pair, cs, first_layer, last_layer);
+              });
+          const Tensor part =
+              impl::recomputed_layer(chunk_fns.back(), n, band.narrow(0, e0, e1 - e0), rbf.narrow(0, e0, e1 - e0),
+                                     env.narrow(0, e0, e1 - e0), step.layers_recomputed);
           agg = agg.defined() ? agg + part : part;
         }
         return agg;
@@ -700,13 +709,20 @@ Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
   // copied in, so that Result::edge_grad outlives this call.
   res.edge_grad = kk::Vec3View<double, Exec>(ws.take<double>(Workspace::kGradVec, std::size_t(E) * 3), E);
   const Tensor edge_grad_t = bridge::tensor_of(res.edge_grad, {E, 3});
-  if (!grad_vec.defined()) edge_grad_t.zero_();
-  else if (grad_vec.data_ptr() != edge_grad_t.data_ptr()) edge_grad_t.copy_(grad_vec);
+  if (!grad_vec.defined())
+    edge_grad_t.zero_();
+  else if (grad_vec.data_ptr() != edge_grad_t.data_ptr())
+    edge_grad_t.copy_(grad_vec);
   const Tensor energies64 = energies.detach().to(torch::kFloat64).contiguous();
   kk::Vec3View<const double, Exec> gv = res.edge_grad;
   Kokkos::deep_copy(exec, res.energies, kk::View1<const double, Exec>(energies64.data_ptr<double>(), N));
 
-  kk::NodeForces<Exec> nf{g.recv_offsets, g.send_offsets, g.send_edges, vec, gv, res.forces,
+  kk::NodeForces<Exec> nf{g.recv_offsets,
+                          g.send_offsets,
+                          g.send_edges,
+                          vec,
+                          gv,
+                          res.forces,
                           what.atom_virial ? res.atom_virial : kk::View2<double, Exec>()};
   const impl::StepTimer sums_timer(step, &StepTimes::geometry);
   if (grad) kk::node_forces(exec, nf, N);
@@ -732,12 +748,20 @@ Result Evaluator::Impl::graphed_step(const AtomGraph& graph, kk::Vec3View<const 
   if (!step_graph) step_graph = std::make_unique<impl::StepGraph<DeviceStep>>();
   const auto& g = graph.edges;
   auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
-  const impl::StepGraph<DeviceStep>::Key key = {
-      address(g.recv.data()), address(g.send.data()), address(g.shift.data()), address(g.recv_offsets.data()),
-      address(g.send_offsets.data()), address(g.send_edges.data()), address(graph.species.data()),
-      address(positions.data()), std::uintptr_t(g.n_nodes), std::uintptr_t(g.n_edges), std::uintptr_t(graph.n_local),
-      std::uintptr_t(what.forces) | std::uintptr_t(what.energies) << 1 | std::uintptr_t(what.virial) << 2 |
-          std::uintptr_t(what.atom_virial) << 3};
+  const impl::StepGraph<DeviceStep>::Key key = {address(g.recv.data()),
+                                                address(g.send.data()),
+                                                address(g.shift.data()),
+                                                address(g.recv_offsets.data()),
+                                                address(g.send_offsets.data()),
+                                                address(g.send_edges.data()),
+                                                address(graph.species.data()),
+                                                address(positions.data()),
+                                                std::uintptr_t(g.n_nodes),
+                                                std::uintptr_t(g.n_edges),
+                                                std::uintptr_t(graph.n_local),
+                                                std::uintptr_t(what.forces) | std::uintptr_t(what.energies) << 1 |
+                                                    std::uintptr_t(what.virial) << 2 |
+                                                    std::uintptr_t(what.atom_virial) << 3};
   graph_held = graph;
   positions_held = positions;
   return finish(step_graph->run(key, [&] {

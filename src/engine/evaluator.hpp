@@ -35,8 +35,8 @@ std::string to_string(Precision p);
 
 // Built once per neighbour-list rebuild (make_graph).
 struct AtomGraph {
-  kk::Graph<Exec> edges;                 // receiver-sorted directed edges, graph.hpp
-  kk::View1<const int, Exec> species;    // [N] species index of every node (potential order)
+  kk::Graph<Exec> edges;               // receiver-sorted directed edges, graph.hpp
+  kk::View1<const int, Exec> species;  // [N] species index of every node (potential order)
   int n_local = 0;
 };
 
@@ -48,10 +48,10 @@ AtomGraph make_graph(const kk::PairList<Exec>& pairs, kk::Vec3View<const double,
                      kk::View1<const int, Exec> species, int n_local, double cutoff);
 
 struct What {
-  bool forces = true;        // and with them dE/dr_e
-  bool energies = false;     // per-atom energies
-  bool virial = false;       // global 3x3
-  bool atom_virial = false;  // per-atom 3x3
+  bool forces = true;                  // and with them dE/dr_e
+  bool energies = false;               // per-atom energies
+  bool virial = false;                 // global 3x3
+  bool atom_virial = false;            // per-atom 3x3
   kk::View1<const double, Exec> roll;  // tests only: [E] extra roll of each edge frame (radians)
   NodeExchange* exchange = nullptr;    // per-layer ghost exchange (exchange.hpp), or none
   StepTimes* times = nullptr;          // fenced time split (StepTimes), or none
@@ -69,7 +69,8 @@ struct Result {
 
 struct EvaluatorOptions {
   Precision precision = Precision::fp64;
-  bool poison_scratch = false;  // debug: fill freshly grown scratch with NaN (also EDGEFRAME_POISON_SCRATCH=1, debug_switches.hpp)
+  bool poison_scratch =
+      false;  // debug: fill freshly grown scratch with NaN (also EDGEFRAME_POISON_SCRATCH=1, debug_switches.hpp)
   // What the backward pass gets from the forward (doc/engine.md "Activations and the memory
   // budget"). keep: every layer's per-edge activations (fastest). recompute: none; the edge part
   // of every layer (radial MLP, pack, SO(2) linears, gate, unrotate) runs again there

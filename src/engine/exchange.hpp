@@ -21,10 +21,10 @@ namespace edgeframe {
 enum class RowType { f32, f64 };
 
 struct NodeRows {
-  void* data = nullptr;        // [rows, width] row-major, contiguous
+  void* data = nullptr;  // [rows, width] row-major, contiguous
   RowType type = RowType::f64;
-  int rows = 0;                // nodes N of the graph (owned first: 0..n_local-1)
-  int width = 0;               // D * C
+  int rows = 0;   // nodes N of the graph (owned first: 0..n_local-1)
+  int width = 0;  // D * C
   std::size_t element_size() const { return type == RowType::f64 ? sizeof(double) : sizeof(float); }
 };
 

@@ -11,7 +11,8 @@ bool ActivationPlan::any_recomputed() const {
 std::string ActivationPlan::describe() const {
   if (!any_recomputed()) return "keep";
   const std::string chunks = edge_chunk > 0 ? " in edge chunks of " + std::to_string(edge_chunk) : "";
-  if (std::all_of(recompute.begin(), recompute.end(), [](char r) { return r != 0; })) return "recompute all layers" + chunks;
+  if (std::all_of(recompute.begin(), recompute.end(), [](char r) { return r != 0; }))
+    return "recompute all layers" + chunks;
   std::string layers;
   for (std::size_t t = 0; t < recompute.size(); ++t)
     if (recompute[t]) layers += (layers.empty() ? "" : ",") + std::to_string(t);

@@ -28,11 +28,11 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 using Exec = bridge::Exec;
 
-StepContext& step_of(AutogradContext* ctx) {
-  return *reinterpret_cast<StepContext*>(ctx->saved_data["step"].toInt());
-}
+StepContext& step_of(AutogradContext* ctx) { return *reinterpret_cast<StepContext*>(ctx->saved_data["step"].toInt()); }
 
-torch::TensorOptions options(torch::Dtype dtype) { return torch::TensorOptions().dtype(dtype).device(bridge::device()); }
+torch::TensorOptions options(torch::Dtype dtype) {
+  return torch::TensorOptions().dtype(dtype).device(bridge::device());
+}
 
 // Host backends run torch ops on the calling thread right after: make the kernels' writes
 // visible first. On CUDA the kernels are on torch's stream and no fence is needed.
@@ -102,9 +102,18 @@ struct EdgeGeometryFn : public torch::autograd::Function<EdgeGeometryFn> {
     const auto v = vec_view(vec);
     const Exec exec = bridge::exec_instance();
     kk::wigner_band_backward<Exec, Real>(exec, bridge::view2<const Real>(gb, "grad band"), dband, grad_vec);
-    kk::Radial<Exec, Real> radial{v, {}, {}, drbf, denv, bridge::view2<const Real>(gr, "grad rbf"),
-                                  bridge::view1<const Real>(ge, "grad env"), grad_vec, s.r_cut, s.n_rbf,
-                                  s.envelope_p, true};
+    kk::Radial<Exec, Real> radial{v,
+                                  {},
+                                  {},
+                                  drbf,
+                                  denv,
+                                  bridge::view2<const Real>(gr, "grad rbf"),
+                                  bridge::view1<const Real>(ge, "grad env"),
+                                  grad_vec,
+                                  s.r_cut,
+                                  s.n_rbf,
+                                  s.envelope_p,
+                                  true};
     Kokkos::parallel_for("edgeframe::radial_backward", kk::Range<Exec, kk::TagBackward>(exec, 0, E), radial);
     fence_for_torch(exec);
     return bridge::tensor_of(grad_vec, {E, 3});
@@ -334,12 +343,15 @@ struct So2LinearFn : public torch::autograd::Function<So2LinearFn> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, std::int64_t plan_handle) {
     const So2Plan& plan = *reinterpret_cast<const So2Plan*>(plan_handle);
     ctx->saved_data["plan"] = plan_handle;
-    Tensor z = block_output(x.size(0), plan.z_width, plan, &So2Plan::Block::z_col, &So2Plan::Block::z_cols, x.options());
+    Tensor z =
+        block_output(x.size(0), plan.z_width, plan, &So2Plan::Block::z_col, &So2Plan::Block::z_cols, x.options());
     for (const auto& b : plan.blocks) {
       Tensor out = z.narrow(1, b.z_col, b.z_cols);
       const Tensor in = x.narrow(1, b.x_col, b.x_cols);
-      if (b.bias.defined()) at::addmm_out(out, b.bias, in, b.w.t());
-      else at::mm_out(out, in, b.w.t());
+      if (b.bias.defined())
+        at::addmm_out(out, b.bias, in, b.w.t());
+      else
+        at::mm_out(out, in, b.w.t());
     }
     return z;
   }
@@ -349,7 +361,8 @@ struct So2LinearFn : public torch::autograd::Function<So2LinearFn> {
     const Tensor& gz = grads[0];
     if (!gz.defined()) return {Tensor(), Tensor()};
     const Tensor g = gz.contiguous();
-    Tensor gx = block_output(g.size(0), plan.x_width, plan, &So2Plan::Block::x_col, &So2Plan::Block::x_cols, g.options());
+    Tensor gx =
+        block_output(g.size(0), plan.x_width, plan, &So2Plan::Block::x_col, &So2Plan::Block::x_cols, g.options());
     for (const auto& b : plan.blocks) {
       Tensor out = gx.narrow(1, b.x_col, b.x_cols);
       at::mm_out(out, g.narrow(1, b.z_col, b.z_cols), b.w);
@@ -364,7 +377,8 @@ constexpr bool gate_torch_sigmoids() { return kk::gate_takes_sigmoids<Exec>(); }
 
 std::pair<Tensor, Tensor> gate_sigmoids(const Tensor& z, int lmax, int channels) {
   if (!gate_torch_sigmoids()) return {};
-  return {torch::sigmoid(z.narrow(1, 0, channels)), torch::sigmoid(z.narrow(1, (lmax + 1) * channels, lmax * channels))};
+  return {torch::sigmoid(z.narrow(1, 0, channels)),
+          torch::sigmoid(z.narrow(1, (lmax + 1) * channels, lmax * channels))};
 }
 
 template <class Real>
@@ -632,7 +646,7 @@ struct RecomputedLayerFn : public torch::autograd::Function<RecomputedLayerFn> {
     ctx->saved_data["layer"] = layer_handle;
     ctx->saved_data["counter"] = counter_handle;
     ctx->save_for_backward({h, band, rbf, env});
-    const torch::NoGradGuard no_grad;    // nothing of the layer's inside is kept
+    const torch::NoGradGuard no_grad;  // nothing of the layer's inside is kept
     return (*reinterpret_cast<const LayerFn*>(layer_handle))(h, band, rbf, env);
   }
 
@@ -642,7 +656,7 @@ struct RecomputedLayerFn : public torch::autograd::Function<RecomputedLayerFn> {
     variable_list inputs, wrt;
     std::vector<std::size_t> slot_of_wrt;
     for (std::size_t k = 0; k < saved.size(); ++k) {
-      Tensor x = saved[k].detach();    // a leaf of the recomputed graph, same storage
+      Tensor x = saved[k].detach();  // a leaf of the recomputed graph, same storage
       if (ctx->needs_input_grad(k)) {
         x.requires_grad_(true);
         wrt.push_back(x);
@@ -650,7 +664,7 @@ struct RecomputedLayerFn : public torch::autograd::Function<RecomputedLayerFn> {
       }
       inputs.push_back(x);
     }
-    variable_list result(saved.size() + 2);    // + the two handles, which have no gradient
+    variable_list result(saved.size() + 2);  // + the two handles, which have no gradient
     if (wrt.empty()) return result;
     ++*reinterpret_cast<long*>(ctx->saved_data["counter"].toInt());
     Tensor out;

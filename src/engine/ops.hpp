@@ -24,7 +24,7 @@ struct StepContext {
   Workspace* workspace = nullptr;
   torch::Dtype dtype = torch::kFloat64;  // compute dtype of features, band, rbf
   int lmax = 0, mmax = 0, channels = 0, n_rbf = 0, envelope_p = 0;
-  double r_cut = 0.0, scale = 0.0;  // Angstrom, 1 / avg_neighbors
+  double r_cut = 0.0, scale = 0.0;   // Angstrom, 1 / avg_neighbors
   NodeExchange* exchange = nullptr;  // per-layer ghost exchange, or none
   int exchange_reverse_calls = 0;    // reverse() calls made by the backward pass so far
   StepTimes* times = nullptr;        // fenced time split, or none
@@ -115,8 +115,8 @@ torch::Tensor node_exchange(const torch::Tensor& h, StepContext& step);
 
 // A part of a layer as a function of the tensors that carry gradients into it: the evaluator
 // passes the edge part of a layer (or of one edge chunk), with h = the normalised node features.
-using LayerFn = std::function<torch::Tensor(const torch::Tensor& h, const torch::Tensor& band,
-                                            const torch::Tensor& rbf, const torch::Tensor& env)>;
+using LayerFn = std::function<torch::Tensor(const torch::Tensor& h, const torch::Tensor& band, const torch::Tensor& rbf,
+                                            const torch::Tensor& env)>;
 
 // Activation recomputation ("checkpointing"): runs layer(h, band, rbf, env) without autograd and
 // keeps only those four inputs; the backward pass runs it again with autograd on and

@@ -24,19 +24,19 @@ using json = nlohmann::json;
 static_assert(std::endian::native == std::endian::little, "the reader copies little-endian tensor bytes as they are");
 
 constexpr std::array<const char*, 118> kElements = {
-    "H",  "He", "Li", "Be", "B",  "C",  "N",  "O",  "F",  "Ne", "Na", "Mg", "Al", "Si", "P",  "S",  "Cl", "Ar",
-    "K",  "Ca", "Sc", "Ti", "V",  "Cr", "Mn", "Fe", "Co", "Ni", "Cu", "Zn", "Ga", "Ge", "As", "Se", "Br", "Kr",
-    "Rb", "Sr", "Y",  "Zr", "Nb", "Mo", "Tc", "Ru", "Rh", "Pd", "Ag", "Cd", "In", "Sn", "Sb", "Te", "I",  "Xe",
-    "Cs", "Ba", "La", "Ce", "Pr", "Nd", "Pm", "Sm", "Eu", "Gd", "Tb", "Dy", "Ho", "Er", "Tm", "Yb", "Lu", "Hf",
-    "Ta", "W",  "Re", "Os", "Ir", "Pt", "Au", "Hg", "Tl", "Pb", "Bi", "Po", "At", "Rn", "Fr", "Ra", "Ac", "Th",
-    "Pa", "U",  "Np", "Pu", "Am", "Cm", "Bk", "Cf", "Es", "Fm", "Md", "No", "Lr", "Rf", "Db", "Sg", "Bh", "Hs",
-    "Mt", "Ds", "Rg", "Cn", "Nh", "Fl", "Mc", "Lv", "Ts", "Og"};
+    "H",  "He", "Li", "Be", "B",  "C",  "N",  "O",  "F",  "Ne", "Na", "Mg", "Al", "Si", "P",  "S",  "Cl",
+    "Ar", "K",  "Ca", "Sc", "Ti", "V",  "Cr", "Mn", "Fe", "Co", "Ni", "Cu", "Zn", "Ga", "Ge", "As", "Se",
+    "Br", "Kr", "Rb", "Sr", "Y",  "Zr", "Nb", "Mo", "Tc", "Ru", "Rh", "Pd", "Ag", "Cd", "In", "Sn", "Sb",
+    "Te", "I",  "Xe", "Cs", "Ba", "La", "Ce", "Pr", "Nd", "Pm", "Sm", "Eu", "Gd", "Tb", "Dy", "Ho", "Er",
+    "Tm", "Yb", "Lu", "Hf", "Ta", "W",  "Re", "Os", "Ir", "Pt", "Au", "Hg", "Tl", "Pb", "Bi", "Po", "At",
+    "Rn", "Fr", "Ra", "Ac", "Th", "Pa", "U",  "Np", "Pu", "Am", "Cm", "Bk", "Cf", "Es", "Fm", "Md", "No",
+    "Lr", "Rf", "Db", "Sg", "Bh", "Hs", "Mt", "Ds", "Rg", "Cn", "Nh", "Fl", "Mc", "Lv", "Ts", "Og"};
 
-const std::vector<std::string> kTopKeys = {"format", "format_version", "units", "species", "e0",
-                                           "model", "dtype", "trained_precision", "provenance"};
-const std::vector<std::string> kModelKeys = {"r_cut", "lmax", "mmax", "channels", "hidden_channels",
-                                             "ffn_channels", "layers", "n_rbf", "envelope_p", "edge_emb",
-                                             "radial_hidden", "readout_hidden", "avg_neighbors", "norm_eps"};
+const std::vector<std::string> kTopKeys = {"format", "format_version",    "units",     "species", "e0", "model",
+                                           "dtype",  "trained_precision", "provenance"};
+const std::vector<std::string> kModelKeys = {
+    "r_cut", "lmax",       "mmax",     "channels",      "hidden_channels", "ffn_channels",  "layers",
+    "n_rbf", "envelope_p", "edge_emb", "radial_hidden", "readout_hidden",  "avg_neighbors", "norm_eps"};
 const std::vector<std::string> kProvenanceKeys = {"data", "date", "code_version"};
 
 [[noreturn]] void fail(const std::string& path, const std::string& msg) {
@@ -57,8 +57,12 @@ void show_into(const json& v, std::string& out, int depth) {
       out += "'" + s.substr(0, kShowLength) + "'";
       break;
     }
-    case json::value_t::boolean: out += v.get<bool>() ? "True" : "False"; break;
-    case json::value_t::null: out += "None"; break;
+    case json::value_t::boolean:
+      out += v.get<bool>() ? "True" : "False";
+      break;
+    case json::value_t::null:
+      out += "None";
+      break;
     case json::value_t::array:
     case json::value_t::object: {
       const bool arr = v.is_array();
@@ -77,7 +81,9 @@ void show_into(const json& v, std::string& out, int depth) {
       out += arr ? "]" : "}";
       break;
     }
-    default: out += v.dump(); break;  // numbers, binary
+    default:
+      out += v.dump();
+      break;  // numbers, binary
   }
 }
 
@@ -134,11 +140,12 @@ json parse_json_strict(const char* first, const char* last, std::string& error) 
 
 void check_positive_int(const json& model, const std::string& key, int& out, int limit, const std::string& path) {
   const json& v = model.at(key);
-  const bool positive = v.is_number_unsigned() ? v.get<std::uint64_t>() >= 1
-                                               : (v.is_number_integer() && v.get<std::int64_t>() >= 1);
+  const bool positive =
+      v.is_number_unsigned() ? v.get<std::uint64_t>() >= 1 : (v.is_number_integer() && v.get<std::int64_t>() >= 1);
   if (!positive) fail(path, "invalid model hyperparameters: " + key + " must be a positive integer, got " + show(v));
   if (v.get<std::uint64_t>() > std::uint64_t(limit))
-    fail(path, "model hyperparameter " + key + " = " + show(v) + " exceeds this engine's limit " + std::to_string(limit));
+    fail(path,
+         "model hyperparameter " + key + " = " + show(v) + " exceeds this engine's limit " + std::to_string(limit));
   out = static_cast<int>(v.get<std::int64_t>());
 }
 
@@ -156,7 +163,8 @@ ModelConfig check_config(const json& meta, Potential& pot, const std::string& pa
     fail(path, "config 'format' is " + show(get("format")) + ", expected '" + kFormatName + "'");
   const json version = get("format_version");
   if (!is_int(version) || version.get<std::int64_t>() != kFormatVersion)
-    fail(path, "unknown format version " + show(version) + " (this reader knows: " + std::to_string(kFormatVersion) + ")");
+    fail(path,
+         "unknown format version " + show(version) + " (this reader knows: " + std::to_string(kFormatVersion) + ")");
   std::vector<std::string> missing, extra;
   for (const auto& k : kTopKeys)
     if (!meta.contains(k)) missing.push_back(k);
@@ -165,7 +173,8 @@ ModelConfig check_config(const json& meta, Potential& pot, const std::string& pa
   std::sort(extra.begin(), extra.end());
   if (!missing.empty()) fail(path, "config is missing key(s): " + join(missing));
   if (!extra.empty()) fail(path, "config has unknown key(s): " + join(extra) + " (valid: " + join(kTopKeys) + ")");
-  if (meta.at("units") != json("metal")) fail(path, "units are " + show(meta.at("units")) + "; only 'metal' is supported");
+  if (meta.at("units") != json("metal"))
+    fail(path, "units are " + show(meta.at("units")) + "; only 'metal' is supported");
 
   ModelConfig cfg;
   const json& species = meta.at("species");
@@ -214,11 +223,16 @@ ModelConfig check_config(const json& meta, Potential& pot, const std::string& pa
     if (v.is_string()) pot.provenance[k] = v.get<std::string>();  // extra string fields are allowed
 
   // ModelConfig.validate(), in its order.
-  const std::pair<const char*, int*> ints[] = {
-      {"lmax", &cfg.lmax},         {"channels", &cfg.channels},     {"hidden_channels", &cfg.hidden_channels},
-      {"ffn_channels", &cfg.ffn_channels}, {"layers", &cfg.layers}, {"n_rbf", &cfg.n_rbf},
-      {"envelope_p", &cfg.envelope_p}, {"edge_emb", &cfg.edge_emb}, {"radial_hidden", &cfg.radial_hidden},
-      {"readout_hidden", &cfg.readout_hidden}};
+  const std::pair<const char*, int*> ints[] = {{"lmax", &cfg.lmax},
+                                               {"channels", &cfg.channels},
+                                               {"hidden_channels", &cfg.hidden_channels},
+                                               {"ffn_channels", &cfg.ffn_channels},
+                                               {"layers", &cfg.layers},
+                                               {"n_rbf", &cfg.n_rbf},
+                                               {"envelope_p", &cfg.envelope_p},
+                                               {"edge_emb", &cfg.edge_emb},
+                                               {"radial_hidden", &cfg.radial_hidden},
+                                               {"readout_hidden", &cfg.readout_hidden}};
   for (const auto& [key, dst] : ints)
     check_positive_int(model, key, *dst, std::string(key) == "lmax" ? kMaxLmax : kMaxWidth, path);
   const json& mmax = model.at("mmax");
@@ -247,8 +261,7 @@ int ModelConfig::radial_out() const {
 std::vector<std::pair<std::string, std::vector<std::int64_t>>> parameter_shapes(const ModelConfig& cfg) {
   using Shape = std::vector<std::int64_t>;
   const std::int64_t S = std::int64_t(cfg.species.size()), C = cfg.channels, Ch = cfg.hidden_channels,
-                     Cf = cfg.ffn_channels, L = cfg.lmax, M = cfg.mmax, Hr = cfg.radial_hidden,
-                     Ho = cfg.readout_hidden;
+                     Cf = cfg.ffn_channels, L = cfg.lmax, M = cfg.mmax, Hr = cfg.radial_hidden, Ho = cfg.readout_hidden;
   std::vector<std::pair<std::string, Shape>> out;
   out.push_back({"species_embedding", {S, C}});
   for (int t = 0; t < cfg.layers; ++t) {
@@ -395,11 +408,13 @@ Potential parse_potential(const std::uint8_t* bytes, std::size_t size, const std
                      std::to_string(first_bad) + ")");
     pot.tensors.emplace_back(name, std::move(t));
   }
-  std::sort(spans.begin(), spans.end(),
-            [](const Span& a, const Span& b) { return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name); });
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name);
+  });
   std::uint64_t pos = 0;
   for (const auto& s : spans) {
-    if (s.begin != pos) fail(path, "tensor " + s.name + ": data_offsets leave a gap or overlap at byte " + std::to_string(pos));
+    if (s.begin != pos)
+      fail(path, "tensor " + s.name + ": data_offsets leave a gap or overlap at byte " + std::to_string(pos));
     pos = s.end;
   }
   if (pos != data_size) fail(path, std::to_string(data_size - pos) + " trailing byte(s) after the last tensor");

@@ -36,9 +36,9 @@ struct TensorData {
 struct Potential {
   std::string path;
   ModelConfig config;
-  std::string dtype;              // storage dtype: "float64" or "float32"
-  std::string trained_precision;  // as written by the trainer
-  std::map<std::string, std::string> provenance;  // data, date, code_version
+  std::string dtype;                                        // storage dtype: "float64" or "float32"
+  std::string trained_precision;                            // as written by the trainer
+  std::map<std::string, std::string> provenance;            // data, date, code_version
   std::vector<std::pair<std::string, TensorData>> tensors;  // in parameter_shapes order
 
   const TensorData& tensor(const std::string& name) const;  // throws InputError if absent

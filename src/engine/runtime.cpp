@@ -12,8 +12,8 @@ namespace edgeframe {
 BuildInfo build_info() {
   BuildInfo info;
   info.edgeframe_version = EDGEFRAME_VERSION;
-  info.kokkos_version = std::to_string(KOKKOS_VERSION_MAJOR) + "." + std::to_string(KOKKOS_VERSION_MINOR) +
-                        "." + std::to_string(KOKKOS_VERSION_PATCH);
+  info.kokkos_version = std::to_string(KOKKOS_VERSION_MAJOR) + "." + std::to_string(KOKKOS_VERSION_MINOR) + "." +
+                        std::to_string(KOKKOS_VERSION_PATCH);
   info.execution_space = Kokkos::DefaultExecutionSpace::name();
   info.torch_version = TORCH_VERSION;
   info.evaluator_available = true;  // evaluator.hpp is part of this library

@@ -16,8 +16,20 @@ class Workspace {
  public:
   using Mem = Kokkos::DefaultExecutionSpace::memory_space;
   enum Slot : int {
-    kVec, kBand, kDBand, kRbf, kDRbf, kEnv, kDEnv, kGradVec,
-    kEnergies, kForces, kVirial, kAtomVirial, kPartials, kSums,
+    kVec,
+    kBand,
+    kDBand,
+    kRbf,
+    kDRbf,
+    kEnv,
+    kDEnv,
+    kGradVec,
+    kEnergies,
+    kForces,
+    kVirial,
+    kAtomVirial,
+    kPartials,
+    kSums,
     kNumSlots
   };
 

@@ -95,8 +95,9 @@ void add_row(const double *in, double *out, int n)
 // Stage row of atom a := the sum of the node rows sum_nodes[sum_begin[a] .. sum_begin[a + 1])
 // (the first copied, the others added in node order; zero if there are none), for every atom.
 template <class T>
-void sum_rows_to_atoms(const RowLoop &for_rows, const char *rows, std::size_t row_bytes, const std::vector<int> &sum_begin,
-                       const std::vector<int> &sum_nodes, int nall, double *stage, int stage_words, int width)
+void sum_rows_to_atoms(const RowLoop &for_rows, const char *rows, std::size_t row_bytes,
+                       const std::vector<int> &sum_begin, const std::vector<int> &sum_nodes, int nall, double *stage,
+                       int stage_words, int width)
 {
   for_rows(nall, std::size_t(stage_words) * sizeof(double), [&](int a) {
     double *out = stage + std::size_t(a) * stage_words;
@@ -167,7 +168,8 @@ void sum_to_atoms(const DevRows<T> &rows, const Kokkos::View<const int *, Engine
 {
   if (nall <= 0) return;
   Kokkos::parallel_for(
-      "edgeframe::exchange_gradients_to_atoms", Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({0, 0}, {nall, width}),
+      "edgeframe::exchange_gradients_to_atoms",
+      Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({0, 0}, {nall, width}),
       KOKKOS_LAMBDA(const int a, const int c) {
         const int b = sum_begin(a), e = sum_begin(a + 1);
         T v = b < e ? rows(sum_nodes(b), c) : T(0);
@@ -181,7 +183,8 @@ void zero_rows(const DevRows<T> &rows, int begin, int end, int width)
 {
   if (end <= begin) return;
   Kokkos::parallel_for(
-      "edgeframe::exchange_zero_ghost_rows", Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({begin, 0}, {end, width}),
+      "edgeframe::exchange_zero_ghost_rows",
+      Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({begin, 0}, {end, width}),
       KOKKOS_LAMBDA(const int k, const int c) { rows(k, c) = T(0); });
 }
 
@@ -203,8 +206,10 @@ void copy_stage_rows(double *dst, const double *src, const int *list, int first,
       "edgeframe::exchange_device_pack", Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({0, 0}, {n, words}),
       KOKKOS_LAMBDA(const int q, const int w) {
         const std::size_t atom = std::size_t(list ? list[q] : first + q);
-        if (to_buffer) dst[std::size_t(q) * words + w] = src[atom * words + w];
-        else dst[atom * words + w] = src[std::size_t(q) * words + w];
+        if (to_buffer)
+          dst[std::size_t(q) * words + w] = src[atom * words + w];
+        else
+          dst[atom * words + w] = src[std::size_t(q) * words + w];
       });
 }
 
@@ -215,8 +220,8 @@ void add_buffer_rows(double *stage, const double *buf, const int *list, int n, i
   if (n <= 0) return;
   const int per_row = int(words * sizeof(double) / sizeof(T));
   Kokkos::parallel_for(
-      "edgeframe::exchange_device_unpack_reverse", Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({0, 0}, {n, width}),
-      KOKKOS_LAMBDA(const int q, const int c) {
+      "edgeframe::exchange_device_unpack_reverse",
+      Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({0, 0}, {n, width}), KOKKOS_LAMBDA(const int q, const int c) {
         const T add = reinterpret_cast<const T *>(buf)[std::size_t(q) * per_row + c];
         reinterpret_cast<T *>(stage)[std::size_t(list[q]) * per_row + c] += add;
       });
@@ -230,7 +235,8 @@ void add_groups(const DevRows<T> &stage, const DevRows<T> &recv, const int *targ
 {
   if (n_targets <= 0) return;
   Kokkos::parallel_for(
-      "edgeframe::exchange_direct_reverse_add", Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({0, 0}, {n_targets, width}),
+      "edgeframe::exchange_direct_reverse_add",
+      Kokkos::MDRangePolicy<EngineExec, Kokkos::Rank<2>>({0, 0}, {n_targets, width}),
       KOKKOS_LAMBDA(const int t, const int c) {
         T v = T(0);
         for (int i = group_begin[t]; i < group_begin[t + 1]; i++) v += recv(qs[i], c);
@@ -280,9 +286,9 @@ V uninitialised(const std::string &label, std::size_t n)
 
 struct FeatureExchange::Staged {
   Kokkos::View<double *, Kokkos::SharedHostPinnedSpace> host;    // [nall * words]: what LAMMPS packs
-  Kokkos::View<double *, EngineMem> device;                      // [nall * words]: its device twin
-  Kokkos::View<int *, EngineMem> atom_of_node;                   // m_root_of_node, uploaded in bind()
-  Kokkos::View<int *, EngineMem> sum_begin, sum_nodes;           // m_sum_begin, m_sum_nodes, likewise
+  Kokkos::View<double *, EngineMem> device;    // [nall * words]: its device twin
+  Kokkos::View<int *, EngineMem> atom_of_node;    // m_root_of_node, uploaded in bind()
+  Kokkos::View<int *, EngineMem> sum_begin, sum_nodes;    // m_sum_begin, m_sum_nodes, likewise
   // Direct MPI: one swap's rows in pinned memory (what MPI sends / receives) and on the device.
   Kokkos::View<double *, Kokkos::SharedHostPinnedSpace> host_send, host_recv;
   Kokkos::View<double *, EngineMem> swap_rows;
@@ -318,8 +324,8 @@ FeatureExchange::FeatureExchange(Comm *comm, Pair *pair, MPI_Comm world, const E
   // automatic: CUDA IPC where the engine runs on CUDA (measured on two H200s: weak scaling 83 ->
   // 93 %, 110 592 atoms 1.71x -> 1.89x one GPU); cuda_ipc asks for it on any build (and the
   // pair style says why not where it cannot be).
-  m_want_peer = settings.transport == Transport::cuda_ipc ||
-                (settings.transport == Transport::automatic && !kEngineMemoryIsHost);
+  m_want_peer =
+      settings.transport == Transport::cuda_ipc || (settings.transport == Transport::automatic && !kEngineMemoryIsHost);
   m_peer_asked = settings.transport == Transport::cuda_ipc;
 }
 
@@ -439,7 +445,8 @@ void FeatureExchange::trace_destinations()
   const int nswap = int(m_trace_list.size());
   if (m_pack_calls != nswap || m_unpack_calls != nswap)
     throw std::logic_error("edgeframe exchange (direct MPI): " + std::to_string(m_pack_calls) + " pack and " +
-                           std::to_string(m_unpack_calls) + " unpack calls in one forward communication, expected one "
+                           std::to_string(m_unpack_calls) +
+                           " unpack calls in one forward communication, expected one "
                            "each per swap of comm_style brick");
   m_send_to.assign(nswap, -1);
   m_mode = CallbackMode::trace_reverse;
@@ -529,7 +536,8 @@ void FeatureExchange::direct_forward()
   if (m_use_peer) {    // the rows gathered into this rank's outbox; the partner copies them over
     for (const Swap &sw : m_swaps) {
       if (sw.self) continue;
-      copy_stage_rows(m_peer->outbox(), s.device.data(), s.send_roots.data() + sw.send_begin, 0, sw.n_send, m_words, true);
+      copy_stage_rows(m_peer->outbox(), s.device.data(), s.send_roots.data() + sw.send_begin, 0, sw.n_send, m_words,
+                      true);
       Kokkos::fence("edgeframe::exchange outbox filled");    // before the partner is told "ready"
       mark(&Split::reorder);
       m_peer->swap(sw.n_send * words, sw.send_to, s.device.data() + std::size_t(sw.first) * words, sw.n_recv * words,
@@ -574,8 +582,9 @@ void FeatureExchange::direct_reverse()
     m_peer->swap(sw.n_recv * words, sw.recv_from, s.swap_rows.data(), sw.n_send * words, sw.send_to);
     mark(&Split::comm);
     if (sw.n_send) {
-      add_groups<T>(stage, stage_rows<T>(s.swap_rows.data(), sw.n_send, m_words), s.rev_targets.data() + sw.target_begin,
-                    s.rev_group_begin.data() + sw.target_begin, s.rev_q.data(), sw.n_targets, m_width);
+      add_groups<T>(stage, stage_rows<T>(s.swap_rows.data(), sw.n_send, m_words),
+                    s.rev_targets.data() + sw.target_begin, s.rev_group_begin.data() + sw.target_begin, s.rev_q.data(),
+                    sw.n_targets, m_width);
       mark(&Split::reorder);
     }
   }
@@ -591,8 +600,9 @@ void FeatureExchange::direct_reverse()
     if (sw.n_send) {
       copy_span(s.swap_rows, 0, s.host_recv, 0, sw.n_send * words);
       mark(&Split::bus);
-      add_groups<T>(stage, stage_rows<T>(s.swap_rows.data(), sw.n_send, m_words), s.rev_targets.data() + sw.target_begin,
-                    s.rev_group_begin.data() + sw.target_begin, s.rev_q.data(), sw.n_targets, m_width);
+      add_groups<T>(stage, stage_rows<T>(s.swap_rows.data(), sw.n_send, m_words),
+                    s.rev_targets.data() + sw.target_begin, s.rev_group_begin.data() + sw.target_begin, s.rev_q.data(),
+                    sw.n_targets, m_width);
       mark(&Split::reorder);
     }
     if (m_measure) m_split.bus_bytes += double(sw.n_send + sw.n_recv) * words * sizeof(double);
@@ -631,18 +641,24 @@ void FeatureExchange::forward(const edgeframe::NodeRows &h)
   // swaps (written by unpack_forward); every ghost row is overwritten by its swap.
   const int n_local = m_nodes ? m_nodes->n_local : 0;
   if (m_staged || m_device_comm) {
-    if (m_type == edgeframe::RowType::f64) staged_forward<double>(h, n_local, n_nodes);
-    else staged_forward<float>(h, n_local, n_nodes);
+    if (m_type == edgeframe::RowType::f64)
+      staged_forward<double>(h, n_local, n_nodes);
+    else
+      staged_forward<float>(h, n_local, n_nodes);
     return;
   }
   const std::size_t row_bytes = std::size_t(m_width) * h.element_size();
   char *rows = static_cast<char *>(h.data);
   mark(nullptr);
-  if (n_nodes) rows_to_stage(RowLoop{host_threads(), m_settings.parallel_bytes}, rows, row_bytes, m_root_of_node.data(), 0, n_local, m_stage.data(), m_words);      // owners out
+  if (n_nodes)
+    rows_to_stage(RowLoop{host_threads(), m_settings.parallel_bytes}, rows, row_bytes, m_root_of_node.data(), 0,
+                  n_local, m_stage.data(), m_words);    // owners out
   mark(&Split::reorder);
   m_comm->forward_comm(m_pair);
   mark(&Split::comm);
-  if (n_nodes) stage_to_rows(RowLoop{host_threads(), m_settings.parallel_bytes}, m_stage.data(), m_words, m_root_of_node.data(), n_local, n_nodes, rows, row_bytes);  // ghosts in (from their roots)
+  if (n_nodes)
+    stage_to_rows(RowLoop{host_threads(), m_settings.parallel_bytes}, m_stage.data(), m_words, m_root_of_node.data(),
+                  n_local, n_nodes, rows, row_bytes);    // ghosts in (from their roots)
   mark(&Split::reorder);
 }
 
@@ -653,8 +669,10 @@ void FeatureExchange::reverse(const edgeframe::NodeRows &grad)
   ++m_calls;
   const int n_local = m_nodes ? m_nodes->n_local : 0;
   if (m_staged || m_device_comm) {
-    if (m_type == edgeframe::RowType::f64) staged_reverse<double>(grad, n_local, n_nodes);
-    else staged_reverse<float>(grad, n_local, n_nodes);
+    if (m_type == edgeframe::RowType::f64)
+      staged_reverse<double>(grad, n_local, n_nodes);
+    else
+      staged_reverse<float>(grad, n_local, n_nodes);
     return;
   }
   const std::size_t row_bytes = std::size_t(m_width) * grad.element_size();
@@ -662,13 +680,17 @@ void FeatureExchange::reverse(const edgeframe::NodeRows &grad)
   mark(nullptr);
   // Every row out, summed onto its root; zero rows for atoms that only relay.
   if (m_type == edgeframe::RowType::f64)
-    sum_rows_to_atoms<double>(RowLoop{host_threads(), m_settings.parallel_bytes}, rows, row_bytes, m_sum_begin, m_sum_nodes, m_nall, m_stage.data(), m_words, m_width);
+    sum_rows_to_atoms<double>(RowLoop{host_threads(), m_settings.parallel_bytes}, rows, row_bytes, m_sum_begin,
+                              m_sum_nodes, m_nall, m_stage.data(), m_words, m_width);
   else
-    sum_rows_to_atoms<float>(RowLoop{host_threads(), m_settings.parallel_bytes}, rows, row_bytes, m_sum_begin, m_sum_nodes, m_nall, m_stage.data(), m_words, m_width);
+    sum_rows_to_atoms<float>(RowLoop{host_threads(), m_settings.parallel_bytes}, rows, row_bytes, m_sum_begin,
+                             m_sum_nodes, m_nall, m_stage.data(), m_words, m_width);
   mark(&Split::reorder);
   m_comm->reverse_comm(m_pair);
   mark(&Split::comm);
-  if (n_nodes) stage_to_rows(RowLoop{host_threads(), m_settings.parallel_bytes}, m_stage.data(), m_words, m_root_of_node.data(), 0, n_local, rows, row_bytes);  // owners' sums in
+  if (n_nodes)
+    stage_to_rows(RowLoop{host_threads(), m_settings.parallel_bytes}, m_stage.data(), m_words, m_root_of_node.data(), 0,
+                  n_local, rows, row_bytes);    // owners' sums in
   if (n_nodes > n_local) std::memset(rows + n_local * row_bytes, 0, (n_nodes - n_local) * row_bytes);
   mark(&Split::reorder);
 }
@@ -822,7 +844,8 @@ void FeatureExchange::unpack_forward(int n, int first, const double *buf)
   const PackTimer timer(*this);
   double *st = stage() + std::size_t(first) * m_words;
   const std::size_t row = std::size_t(m_words) * sizeof(double);
-  RowLoop{host_threads(), m_settings.parallel_bytes}(n, row, [&](int q) { std::memcpy(st + std::size_t(q) * m_words, buf + std::size_t(q) * m_words, row); });
+  RowLoop{host_threads(), m_settings.parallel_bytes}(
+      n, row, [&](int q) { std::memcpy(st + std::size_t(q) * m_words, buf + std::size_t(q) * m_words, row); });
   if (m_measure) m_split.host_rows += n;
 }
 
@@ -837,7 +860,8 @@ int FeatureExchange::pack_reverse(int n, int first, double *buf) const
   const PackTimer timer(*this);
   const double *st = stage() + std::size_t(first) * m_words;
   const std::size_t row = std::size_t(m_words) * sizeof(double);
-  RowLoop{host_threads(), m_settings.parallel_bytes}(n, row, [&](int q) { std::memcpy(buf + std::size_t(q) * m_words, st + std::size_t(q) * m_words, row); });
+  RowLoop{host_threads(), m_settings.parallel_bytes}(
+      n, row, [&](int q) { std::memcpy(buf + std::size_t(q) * m_words, st + std::size_t(q) * m_words, row); });
   if (m_measure) m_split.host_rows += n;
   return n * m_words;
 }
@@ -858,8 +882,10 @@ void FeatureExchange::unpack_reverse(int n, const int *list, const double *buf)
   const auto add = [&](int q) {
     double *row = st + std::size_t(m_root[list[q]]) * m_words;
     const double *in = buf + std::size_t(q) * m_words;
-    if (f64) add_row<double>(in, row, m_width);
-    else add_row<float>(in, row, m_width);
+    if (f64)
+      add_row<double>(in, row, m_width);
+    else
+      add_row<float>(in, row, m_width);
   };
   // The atoms of one swap's list are distinct, but with self swaps two of them can share a root
   // (an atom and its periodic image sent in one swap): then the rows add one after another.
@@ -906,6 +932,8 @@ int FeatureExchange::pack_reverse_device(int n, int first, double *buf) const
 
 void FeatureExchange::unpack_reverse_device(int n, const int *list, const double *buf)
 {
-  if (m_type == edgeframe::RowType::f64) add_buffer_rows<double>(m_dev->device.data(), buf, list, n, m_words, m_width);
-  else add_buffer_rows<float>(m_dev->device.data(), buf, list, n, m_words, m_width);
+  if (m_type == edgeframe::RowType::f64)
+    add_buffer_rows<double>(m_dev->device.data(), buf, list, n, m_words, m_width);
+  else
+    add_buffer_rows<float>(m_dev->device.data(), buf, list, n, m_words, m_width);
 }

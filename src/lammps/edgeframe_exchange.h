@@ -135,11 +135,11 @@ namespace edgeframe_glue {
 
     long calls() const { return m_calls; }
     bool staged() const { return m_staged; }    // rows reordered on the device, staged through pinned memory
-    bool skipped_self_swaps() const { return m_traced; }     // the last bind traced (file comment)
+    bool skipped_self_swaps() const { return m_traced; }    // the last bind traced (file comment)
     // Whether rows of this width and type go by direct MPI swaps (file comment): the setting,
     // the staged path, comm_style brick, and room for the traces. bind() decides by it.
     bool direct_swaps_for(int width, edgeframe::RowType type) const;
-    bool made_direct_swaps() const { return m_direct; }      // ... and the last bind chose them
+    bool made_direct_swaps() const { return m_direct; }    // ... and the last bind chose them
     // ... over CUDA IPC (exchange_transport, edgeframe_peer.h) instead of MPI; where it
     // was tried and not possible, why not; and whether it was asked for by name.
     bool made_peer_swaps() const { return m_direct && m_use_peer; }
@@ -159,8 +159,8 @@ namespace edgeframe_glue {
       double bus_bytes = 0.0;
       double host_pack = 0.0;
       double host_rows = 0.0;    // rows the host pack / unpack callbacks moved
-      double traces = 0.0;       // bind()'s traces and swap lists (inside "graph build")
-      double binds = 0.0;        // bind() calls (the pair binds at neighbour-list builds only)
+      double traces = 0.0;    // bind()'s traces and swap lists (inside "graph build")
+      double binds = 0.0;    // bind() calls (the pair binds at neighbour-list builds only)
     };
     // Starts a new split (LAMMPS calls init_style once per run: the split is per run, like the
     // other timing lines).
@@ -187,15 +187,15 @@ namespace edgeframe_glue {
     int m_nlocal = 0, m_nall = 0, m_width = 0, m_words = 0;
     edgeframe::RowType m_type = edgeframe::RowType::f64;
     long m_calls = 0;
-    bool m_staged = false;                // see staged()
-    bool m_device_comm = false;           // see use_device_comm()
-    std::vector<double> m_stage;          // host path: [nall, words] per LAMMPS atom, the rows' bytes
-    std::unique_ptr<Staged> m_dev;        // staged path
+    bool m_staged = false;    // see staged()
+    bool m_device_comm = false;    // see use_device_comm()
+    std::vector<double> m_stage;    // host path: [nall, words] per LAMMPS atom, the rows' bytes
+    std::unique_ptr<Staged> m_dev;    // staged path
     // Self swaps (file comment). m_root[a]: the atom whose stage row stands for atom a (a itself
     // unless a is a ghost made by a swap to this rank). Per force call, from trace_roots().
     bool m_skip_self = true;
     std::vector<int> m_root;
-    std::vector<int> m_root_of_node;      // [n_nodes] m_root[atom_of_node[k]]: where node k's row is staged
+    std::vector<int> m_root_of_node;    // [n_nodes] m_root[atom_of_node[k]]: where node k's row is staged
     // Reverse gather: atom a's stage row = the sum of the gradient rows of nodes
     // m_sum_nodes[m_sum_begin[a] .. m_sum_begin[a + 1]) (in node order; zero if none).
     std::vector<int> m_sum_begin, m_sum_nodes;
@@ -205,32 +205,32 @@ namespace edgeframe_glue {
     mutable int m_pack_calls = 0, m_unpack_calls = 0;    // counted in the traces
     std::vector<char> m_self_pack, m_self_unpack;
     std::vector<const int *> m_self_lists;    // sorted: the send lists of swaps to this rank
-    bool m_traced = false;                    // this force call's roots come from a trace
+    bool m_traced = false;    // this force call's roots come from a trace
     bool self_list(const int *list) const { return std::binary_search(m_self_lists.begin(), m_self_lists.end(), list); }
-    bool m_has_self = false;              // some swap of this communication goes to this rank
+    bool m_has_self = false;    // some swap of this communication goes to this rank
     // Whether the roots of list[0..n) are distinct (then a reverse unpack may add in parallel);
     // one pass with a stamp per call instead of clearing a mark per atom.
     bool distinct_roots(int n, const int *list) const;
     mutable std::vector<unsigned> m_root_seen;
     mutable unsigned m_root_stamp = 0;
     void reset_callbacks() const { m_pack_calls = m_unpack_calls = 0; }
-    void trace_roots();       // bind(): m_root, m_self_pack, m_self_unpack (and the swaps' lists)
+    void trace_roots();    // bind(): m_root, m_self_pack, m_self_unpack (and the swaps' lists)
 
     // Direct MPI (file comment). One LAMMPS brick swap as this rank sees it.
     struct Swap {
       bool self = false;
       int send_to = -1, n_send = 0, send_begin = 0;    // its rows: m_send_roots[send_begin ..)
-      int recv_from = -1, n_recv = 0, first = 0;       // ghosts [first, first + n_recv)
-      int target_begin = 0, n_targets = 0;             // reverse: m_rev_targets[target_begin ..)
+      int recv_from = -1, n_recv = 0, first = 0;    // ghosts [first, first + n_recv)
+      int target_begin = 0, n_targets = 0;    // reverse: m_rev_targets[target_begin ..)
     };
     MPI_Comm m_world;
     ExchangeSettings m_settings;
-    bool m_want_direct = false;           // exchange_swaps direct or automatic (with self swaps skipped)
-    bool m_direct = false;                // this force call: staged, brick, traced
+    bool m_want_direct = false;    // exchange_swaps direct or automatic (with self swaps skipped)
+    bool m_direct = false;    // this force call: staged, brick, traced
     std::vector<Swap> m_swaps;
-    bool m_want_peer = false;             // exchange_transport: try CUDA IPC
-    bool m_peer_asked = false;            // ... by name (cuda-ipc), not by default
-    bool m_use_peer = false;              // ... and the last build_swaps() could (all ranks)
+    bool m_want_peer = false;    // exchange_transport: try CUDA IPC
+    bool m_peer_asked = false;    // ... by name (cuda-ipc), not by default
+    bool m_use_peer = false;    // ... and the last build_swaps() could (all ranks)
     std::unique_ptr<PeerOutbox> m_peer;
     // From the traces: per forward pack call its atoms and list pointer, per unpack call its
     // sender and range, per swap its destination.
@@ -242,14 +242,14 @@ namespace edgeframe_glue {
     // m_rev_group_begin[t + 1]) for target t), so that equal roots add without races.
     std::vector<int> m_send_roots, m_rev_targets, m_rev_group_begin, m_rev_q;
     void trace_destinations();    // bind(), direct mode: m_send_to
-    void build_swaps();           // bind(), direct mode: m_swaps and the device lists
+    void build_swaps();    // bind(), direct mode: m_swaps and the device lists
     void direct_forward();
     template <class T>
     void direct_reverse();
     bool self_unpack(int call) const { return call < int(m_self_unpack.size()) && m_self_unpack[call]; }
     bool self_pack(int call) const { return call < int(m_self_pack.size()) && m_self_pack[call]; }
-    bool m_measure = false;               // see measure_split()
-    mutable Split m_split;                // mutable: the const pack callbacks add their time
+    bool m_measure = false;    // see measure_split()
+    mutable Split m_split;    // mutable: the const pack callbacks add their time
     // Times one host pack / unpack callback into m_split.host_pack while measuring.
     class PackTimer;
     long m_calls_at_split = 0;

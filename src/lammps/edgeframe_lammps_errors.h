@@ -34,7 +34,8 @@ namespace edgeframe_glue {
     };
     // What to change after an allocation failure; the allocator's own text follows it.
     const std::string oom = "out of memory while evaluating the model; give each GPU or rank fewer atoms "
-                            "(more MPI ranks / GPUs, a smaller box), lower 'memory_budget' (activations auto), use 'activations recompute edge_chunk N' or a smaller model. ";
+                            "(more MPI ranks / GPUs, a smaller box), lower 'memory_budget' (activations auto), use "
+                            "'activations recompute edge_chunk N' or a smaller model. ";
     try {
       fn();
     } catch (const c10::OutOfMemoryError &e) {    // torch's CUDA caching allocator

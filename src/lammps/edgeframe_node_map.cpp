@@ -6,8 +6,8 @@
 using namespace LAMMPS_NS;
 using namespace LAMMPS_NS::edgeframe_glue;
 
-void NodeMap::build(const int *type, int nlocal, int nall, const std::vector<int> &type_species,
-                    const NeighList *list, int layers)
+void NodeMap::build(const int *type, int nlocal, int nall, const std::vector<int> &type_species, const NeighList *list,
+                    int layers)
 {
   auto mapped = [&](int a) { return type_species[type[a]] >= 0; };
 

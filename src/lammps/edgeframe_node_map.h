@@ -32,19 +32,19 @@ namespace edgeframe_glue {
   struct NodeMap {
     std::vector<int> node_of_atom;    // [nall] engine node or -1 (NULL type or pruned)
     std::vector<int> atom_of_node;    // [n_nodes] LAMMPS local index (owned or ghost)
-    std::vector<int> species;         // [n_nodes] potential species index
-    std::vector<int> pair_i, pair_j;  // directed pairs (receiver i <- sender j), node indices
-    std::vector<int> pair_image;      // folded mode: [pairs] LAMMPS index of the sender's image
-    int n_local = 0;                  // owned atoms among the nodes
-    int n_candidates = 0;             // mapped atoms before pruning (for the log)
+    std::vector<int> species;    // [n_nodes] potential species index
+    std::vector<int> pair_i, pair_j;    // directed pairs (receiver i <- sender j), node indices
+    std::vector<int> pair_image;    // folded mode: [pairs] LAMMPS index of the sender's image
+    int n_local = 0;    // owned atoms among the nodes
+    int n_candidates = 0;    // mapped atoms before pruning (for the log)
 
     int n_nodes() const { return (int) atom_of_node.size(); }
 
     // type: LAMMPS atom types [nall]; type_species[t]: species of type t or -1.
     // list: a full neighbour list that includes ghosts' neighbours (REQ_FULL | REQ_GHOST).
     // layers: T, the number of message-passing layers of the model.
-    void build(const int *type, int nlocal, int nall, const std::vector<int> &type_species,
-               const NeighList *list, int layers);
+    void build(const int *type, int nlocal, int nall, const std::vector<int> &type_species, const NeighList *list,
+               int layers);
 
     // Per-layer exchange mode (ghost cutoff r_cut + skin, a plain full list): nodes are the
     // mapped owned atoms and the mapped ghosts that are neighbours of one of them; pairs are
@@ -65,13 +65,13 @@ namespace edgeframe_glue {
    private:
     void number_marked_atoms(const int *type, int nlocal, int nall, const std::vector<int> &type_species);
     void collect_pairs(const NeighList *list, int n_receivers, int max_hop);
-    std::vector<int> m_hop;      // [nall] hops from the nearest owned atom, or -1
+    std::vector<int> m_hop;    // [nall] hops from the nearest owned atom, or -1
     std::vector<int> m_frontier, m_next;
   };
 
   template <class OwnerOf>
-  void NodeMap::build_folded(const int *type, int nlocal, const std::vector<int> &type_species,
-                             const NeighList *list, OwnerOf &&owner_of)
+  void NodeMap::build_folded(const int *type, int nlocal, const std::vector<int> &type_species, const NeighList *list,
+                             OwnerOf &&owner_of)
   {
     node_of_atom.assign(nlocal, -1);
     atom_of_node.clear();

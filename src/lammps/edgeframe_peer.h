@@ -58,15 +58,15 @@ namespace edgeframe_glue {
 
    private:
     MPI_Comm m_world;
-    bool m_one_node = false;                      // all ranks share one node
+    bool m_one_node = false;    // all ranks share one node
     std::string m_why;
     double *m_outbox = nullptr;
-    std::size_t m_capacity = 0;                   // words, the same on every rank
-    std::vector<char> m_handles;                  // every rank's outbox handle, from the last growth
-    std::map<int, double *> m_peer;               // opened partner outboxes
-    void *m_stream = nullptr;                     // cudaStream_t of the copies
+    std::size_t m_capacity = 0;    // words, the same on every rank
+    std::vector<char> m_handles;    // every rank's outbox handle, from the last growth
+    std::map<int, double *> m_peer;    // opened partner outboxes
+    void *m_stream = nullptr;    // cudaStream_t of the copies
     void close_peers();
-    void grow(std::size_t words);                 // collective
+    void grow(std::size_t words);    // collective
   };
 
 }    // namespace edgeframe_glue

@@ -12,14 +12,23 @@
 using namespace LAMMPS_NS;
 
 namespace {
-Pair *make_edgeframe(LAMMPS *lmp) { return new PairEdgeframe(lmp); }
+Pair *make_edgeframe(LAMMPS *lmp)
+{
+  return new PairEdgeframe(lmp);
+}
 #ifdef EDGEFRAME_WITH_KOKKOS_STYLE
-Pair *make_edgeframe_kk_device(LAMMPS *lmp) { return new PairEdgeframeKokkos<LMPDeviceType>(lmp); }
-Pair *make_edgeframe_kk_host(LAMMPS *lmp) { return new PairEdgeframeKokkos<LMPHostType>(lmp); }
+Pair *make_edgeframe_kk_device(LAMMPS *lmp)
+{
+  return new PairEdgeframeKokkos<LMPDeviceType>(lmp);
+}
+Pair *make_edgeframe_kk_host(LAMMPS *lmp)
+{
+  return new PairEdgeframeKokkos<LMPHostType>(lmp);
+}
 #endif
 
 void add(lammpsplugin_regfunc reg, void *lmp, void *handle, const char *name, const char *info,
-         Pair *(*creator)(LAMMPS *))
+         Pair *(*creator)(LAMMPS *) )
 {
   lammpsplugin_t plugin;
   plugin.version = LAMMPS_VERSION;
@@ -39,7 +48,9 @@ extern "C" void lammpsplugin_init(void *lmp, void *handle, void *regfunc)
   add(reg, lmp, handle, "edgeframe", "edgeframe equivariant ML potential (host data)", &make_edgeframe);
 #ifdef EDGEFRAME_WITH_KOKKOS_STYLE
   add(reg, lmp, handle, "edgeframe/kk", "edgeframe equivariant ML potential (Kokkos)", &make_edgeframe_kk_device);
-  add(reg, lmp, handle, "edgeframe/kk/device", "edgeframe equivariant ML potential (Kokkos, device)", &make_edgeframe_kk_device);
-  add(reg, lmp, handle, "edgeframe/kk/host", "edgeframe equivariant ML potential (Kokkos, host)", &make_edgeframe_kk_host);
+  add(reg, lmp, handle, "edgeframe/kk/device", "edgeframe equivariant ML potential (Kokkos, device)",
+      &make_edgeframe_kk_device);
+  add(reg, lmp, handle, "edgeframe/kk/host", "edgeframe equivariant ML potential (Kokkos, host)",
+      &make_edgeframe_kk_host);
 #endif
 }

@@ -51,9 +51,9 @@ namespace LAMMPS_NS {
 struct EdgeframeBuffers {
   edgeframe::kk::Vec3View<double, edgeframe::Exec> x;
   typename edgeframe::kk::Vec3View<double, edgeframe::Exec>::host_mirror_type x_host;
-  edgeframe::kk::View1<int, edgeframe::Exec> species;         // [nodes]
-  edgeframe::kk::View1<int, edgeframe::Exec> pair_i, pair_j;  // [candidate pairs] node indices
-  edgeframe::kk::Vec3View<double, edgeframe::Exec> pair_shift;  // folded mode: [pairs] image offsets, A
+  edgeframe::kk::View1<int, edgeframe::Exec> species;    // [nodes]
+  edgeframe::kk::View1<int, edgeframe::Exec> pair_i, pair_j;    // [candidate pairs] node indices
+  edgeframe::kk::Vec3View<double, edgeframe::Exec> pair_shift;    // folded mode: [pairs] image offsets, A
   typename edgeframe::kk::Vec3View<double, edgeframe::Exec>::host_mirror_type pair_shift_host;
 };
 }    // namespace LAMMPS_NS
@@ -96,8 +96,8 @@ PairEdgeframe::PairEdgeframe(LAMMPS *lmp) : Pair(lmp)
   restartinfo = 0;
   one_coeff = 1;
   manybody_flag = 1;
-  ghostneigh = 1;                    // ghost-shell mode needs ghosts' neighbours; init_style decides per run
-  no_virial_fdotr_compute = 1;       // the engine's edge virial is exact for ghosts and images
+  ghostneigh = 1;    // ghost-shell mode needs ghosts' neighbours; init_style decides per run
+  no_virial_fdotr_compute = 1;    // the engine's edge virial is exact for ghosts and images
   centroidstressflag = CENTROID_AVAIL;
   m_buffers = nullptr;
 }
@@ -158,11 +158,16 @@ void PairEdgeframe::settings(int narg, char **arg)
       if (m_edge_chunk < 0) error->all(FLERR, "pair_style edgeframe: edge_chunk must be >= 0 (got {})", value);
     } else if (key == "min_distance") {
       m_min_distance = utils::numeric(FLERR, value, false, lmp);
-      if (!(m_min_distance >= 0.0)) error->all(FLERR, "pair_style edgeframe: min_distance must be >= 0 (got {})", value);
+      if (!(m_min_distance >= 0.0))
+        error->all(FLERR, "pair_style edgeframe: min_distance must be >= 0 (got {})", value);
     } else if (key.rfind("exchange_", 0) == 0 || key == "device_comm") {
       exchange_keyword(key, value);
     } else {
-      error->all(FLERR, "pair_style edgeframe: unknown keyword '{}' (valid: precision, activations, edge_chunk, memory_budget, min_distance, fold_images, ghost_mode, timing, exchange_stage, exchange_self_swaps, exchange_swaps, exchange_transport, exchange_threads, exchange_parallel_bytes, device_comm)", key);
+      error->all(FLERR,
+                 "pair_style edgeframe: unknown keyword '{}' (valid: precision, activations, edge_chunk, "
+                 "memory_budget, min_distance, fold_images, ghost_mode, timing, exchange_stage, exchange_self_swaps, "
+                 "exchange_swaps, exchange_transport, exchange_threads, exchange_parallel_bytes, device_comm)",
+                 key);
     }
     iarg += 2;
   }
@@ -193,15 +198,15 @@ void PairEdgeframe::exchange_keyword(const std::string &key, const std::string &
   } else if (key == "exchange_swaps") {
     if (value != "auto" && value != "direct" && value != "lammps")
       error->all(FLERR, "pair_style edgeframe: unknown exchange_swaps '{}' (valid: auto, direct, lammps)", value);
-    x.swaps = value == "direct" ? Settings::Swaps::direct
-            : value == "lammps" ? Settings::Swaps::lammps
-                                : Settings::Swaps::automatic;
+    x.swaps = value == "direct"   ? Settings::Swaps::direct
+              : value == "lammps" ? Settings::Swaps::lammps
+                                  : Settings::Swaps::automatic;
   } else if (key == "exchange_transport") {
     if (value != "auto" && value != "mpi" && value != "cuda-ipc")
       error->all(FLERR, "pair_style edgeframe: unknown exchange_transport '{}' (valid: auto, mpi, cuda-ipc)", value);
-    x.transport = value == "mpi" ? Settings::Transport::mpi
-                : value == "cuda-ipc" ? Settings::Transport::cuda_ipc
-                                      : Settings::Transport::automatic;
+    x.transport = value == "mpi"        ? Settings::Transport::mpi
+                  : value == "cuda-ipc" ? Settings::Transport::cuda_ipc
+                                        : Settings::Transport::automatic;
   } else if (key == "exchange_threads") {
     x.threads = utils::inumeric(FLERR, value, false, lmp);
     if (x.threads < 1) error->all(FLERR, "pair_style edgeframe: exchange_threads must be >= 1 (got {})", value);
@@ -214,8 +219,10 @@ void PairEdgeframe::exchange_keyword(const std::string &key, const std::string &
       error->all(FLERR, "pair_style edgeframe: device_comm applies to edgeframe/kk only (run with -sf kk, or drop it)");
     m_device_comm_allowed = utils::logical(FLERR, value, false, lmp);
   } else {
-    error->all(FLERR, "pair_style edgeframe: unknown keyword '{}' (valid: exchange_stage, exchange_self_swaps, "
-               "exchange_swaps, exchange_transport, exchange_threads, exchange_parallel_bytes, device_comm)", key);
+    error->all(FLERR,
+               "pair_style edgeframe: unknown keyword '{}' (valid: exchange_stage, exchange_self_swaps, "
+               "exchange_swaps, exchange_transport, exchange_threads, exchange_parallel_bytes, device_comm)",
+               key);
   }
 }
 
@@ -224,7 +231,9 @@ void PairEdgeframe::coeff(int narg, char **arg)
   if (!allocated) allocate();
   const int ntypes = atom->ntypes;
   if (narg != 3 + ntypes)
-    error->all(FLERR, "pair_coeff edgeframe: expected '* * <potential file> <element or NULL for each of the {} atom types>', got {} arguments",
+    error->all(FLERR,
+               "pair_coeff edgeframe: expected '* * <potential file> <element or NULL for each of the {} atom types>', "
+               "got {} arguments",
                ntypes, narg);
   if (strcmp(arg[0], "*") != 0 || strcmp(arg[1], "*") != 0)
     error->all(FLERR, "pair_coeff edgeframe: the first two arguments must be '* *' (got '{} {}')", arg[0], arg[1]);
@@ -243,7 +252,8 @@ void PairEdgeframe::coeff(int narg, char **arg)
   });
   int mapped = 0;
   for (int t = 1; t <= ntypes; t++) mapped += m_type_species[t] >= 0;
-  if (mapped == 0) error->all(FLERR, "pair_coeff edgeframe: every atom type is NULL; map at least one type to an element");
+  if (mapped == 0)
+    error->all(FLERR, "pair_coeff edgeframe: every atom type is NULL; map at least one type to an element");
   for (int i = 1; i <= ntypes; i++)
     for (int j = i; j <= ntypes; j++) setflag[i][j] = (m_type_species[i] >= 0 && m_type_species[j] >= 0) ? 1 : 0;
   m_potential = std::move(potential);
@@ -274,19 +284,24 @@ void PairEdgeframe::log_activation_plan()
   if (text == m_plan_logged) return;
   m_plan_logged = text;
   utils::logmesg(lmp, "edgeframe activations {} on rank 0: {} (memory model's peak {:.3g} GB{})\n", m_activations, text,
-                 plan.predicted_bytes * 1e-9, plan.fits ? "" : ", over the budget even so: the step may run out of memory");
+                 plan.predicted_bytes * 1e-9,
+                 plan.fits ? "" : ", over the budget even so: the step may run out of memory");
 }
 
 void PairEdgeframe::init_engine(bool need_newton)
 {
   check_run_preconditions(need_newton);
   if (m_edge_chunk > 0 && m_activations != "recompute")
-    error->all(FLERR, "pair_style edgeframe: edge_chunk {} needs 'activations recompute' (kept activations are never "
-                      "chunked; activations auto sizes its own chunks)", m_edge_chunk);
+    error->all(FLERR,
+               "pair_style edgeframe: edge_chunk {} needs 'activations recompute' (kept activations are never "
+               "chunked; activations auto sizes its own chunks)",
+               m_edge_chunk);
   if (m_memory_budget_gb > 0.0 && m_activations != "auto")
-    error->all(FLERR, "pair_style edgeframe: memory_budget is for 'activations auto' (activations is {})", m_activations);
+    error->all(FLERR, "pair_style edgeframe: memory_budget is for 'activations auto' (activations is {})",
+               m_activations);
   if (m_precision == "tf32" && !edgeframe::tf32_available())
-    error->all(FLERR, "pair_style edgeframe: precision tf32 needs the CUDA engine; this build ({}) supports fp64 and fp32",
+    error->all(FLERR,
+               "pair_style edgeframe: precision tf32 needs the CUDA engine; this build ({}) supports fp64 and fp32",
                edgeframe::build_info().execution_space);
 
   if (!m_evaluator) {
@@ -323,7 +338,8 @@ void PairEdgeframe::init_style()
   // LAMMPS default), or the ghost shell of T r_cut + skin that computes ghost features itself.
   m_folded = m_fold_images && comm->nprocs == 1;
   if (m_folded && atom->map_style == Atom::MAP_NONE)
-    error->all(FLERR, "pair_style edgeframe requires an atom map to fold periodic images onto their owners: "
+    error->all(FLERR,
+               "pair_style edgeframe requires an atom map to fold periodic images onto their owners: "
                "add 'atom_modify map array' before the box is created (or use pair_style edgeframe fold_images no)");
   m_exchange = !m_folded && m_ghost_exchange;
   const bool shell_mode = !m_folded && !m_exchange;
@@ -407,11 +423,11 @@ void PairEdgeframe::print_model_block()
                  m_activations == "recompute"
                      ? (m_edge_chunk > 0 ? fmt::format("recompute (edge chunks of {})", m_edge_chunk) : m_activations)
                  : m_activations == "auto"
-                     ? (m_memory_budget_gb > 0 ? fmt::format("auto (memory budget {:.4g} GB)", m_memory_budget_gb)
-                                               : std::string("auto (budget: the device's free memory; no limit on the host)"))
+                     ? (m_memory_budget_gb > 0
+                            ? fmt::format("auto (memory budget {:.4g} GB)", m_memory_budget_gb)
+                            : std::string("auto (budget: the device's free memory; no limit on the host)"))
                      : m_activations,
-                 info.execution_space, info.kokkos_version,
-                 info.torch_version);
+                 info.execution_space, info.kokkos_version, info.torch_version);
 }
 
 void PairEdgeframe::rebuild_graph()
@@ -453,10 +469,11 @@ void PairEdgeframe::rebuild_graph()
   }
 
   if (m_need_node_map && comm->me == 0)
-    utils::logmesg(lmp, "edgeframe: rank 0 graph ({}): {} nodes ({} owned, {} ghosts kept of {} mapped atoms), {} candidate pairs\n",
-                   m_folded ? "periodic images folded onto owners" : (m_exchange ? "per-layer exchange" : "ghost shell"),
-                   n, m_nodes.n_local,
-                   n - m_nodes.n_local, m_nodes.n_candidates, p);
+    utils::logmesg(
+        lmp,
+        "edgeframe: rank 0 graph ({}): {} nodes ({} owned, {} ghosts kept of {} mapped atoms), {} candidate pairs\n",
+        m_folded ? "periodic images folded onto owners" : (m_exchange ? "per-layer exchange" : "ghost shell"), n,
+        m_nodes.n_local, n - m_nodes.n_local, m_nodes.n_candidates, p);
   m_need_node_map = false;
 }
 
@@ -518,7 +535,8 @@ void PairEdgeframe::check_min_distance()
   const int p = closest.loc;
   const int i = m_nodes.atom_of_node[m_nodes.pair_i[p]];
   const int j = m_folded ? m_nodes.pair_image[p] : m_nodes.atom_of_node[m_nodes.pair_j[p]];
-  error->one(FLERR, "pair_style edgeframe: atoms {} and {} are {:.4g} A apart at step {}, closer than min_distance {:.4g} A",
+  error->one(FLERR,
+             "pair_style edgeframe: atoms {} and {} are {:.4g} A apart at step {}, closer than min_distance {:.4g} A",
              atom->tag[i], atom->tag[j], std::sqrt(closest.val), update->ntimestep, m_min_distance);
 }
 
@@ -607,7 +625,8 @@ void PairEdgeframe::compute(int eflag, int vflag)
     for (int d = 0; d < 3; d++) {
       const double fk = f_h(k, d);
       if (!std::isfinite(fk))
-        error->one(FLERR, "pair_style edgeframe: non-finite force on atom {} at step {}; stopping instead of integrating on",
+        error->one(FLERR,
+                   "pair_style edgeframe: non-finite force on atom {} at step {}; stopping instead of integrating on",
                    atom->tag[i], update->ntimestep);
       f[i][d] += fk;
     }
@@ -718,9 +737,11 @@ void PairEdgeframe::print_split_after_first_call()
                        sum[3] * ms, max[3] * ms_max, sum[4] * ms, max[4] * ms_max, sum[6] * ms, max[6] * ms_max,
                        sum[5] * ms, max[5] * ms_max);
   };
-  utils::logmesg(lmp, "edgeframe timing detail per force call after the first ({} calls; ms, mean / max over ranks): {}\n",
+  utils::logmesg(lmp,
+                 "edgeframe timing detail per force call after the first ({} calls; ms, mean / max over ranks): {}\n",
                  m_calls - 1, parts(after_sum, after_max));
-  utils::logmesg(lmp, "edgeframe timing detail of the first force call (the run's setup; ms, mean / max over ranks): {}\n",
+  utils::logmesg(lmp,
+                 "edgeframe timing detail of the first force call (the run's setup; ms, mean / max over ranks): {}\n",
                  parts(first_sum, first_max));
 }
 
@@ -737,7 +758,8 @@ void PairEdgeframe::reduce_exchange_split()
 void PairEdgeframe::print_transport()
 {
   if (m_feature_exchange->made_peer_swaps())
-    utils::logmesg(lmp, "edgeframe: direct swaps over CUDA IPC (each rank copies its partners' rows device to device)\n");
+    utils::logmesg(lmp,
+                   "edgeframe: direct swaps over CUDA IPC (each rank copies its partners' rows device to device)\n");
   else if (!m_feature_exchange->peer_refusal().empty())
     utils::logmesg(lmp, "edgeframe: {} not possible here ({}): direct MPI swaps\n",
                    m_feature_exchange->peer_asked() ? "exchange_transport cuda-ipc" : "CUDA IPC",
@@ -753,9 +775,10 @@ void PairEdgeframe::print_exchange_split()
                  "{:.4g} / {:.4g}, of which host pack + unpack {:.4g} / {:.4g} ({:.0f} "
                  "rows per rank and exchange; swaps to the same rank {}) | traces of the swaps (in graph build) "
                  "{:.4g} / {:.4g} ({:.0f} traced neighbour-list builds)\n",
-                 m_feature_exchange->split_calls(), m_split_sum[0] / p, m_split_max[0], m_split_sum[1] / p, m_split_max[1],
-                 m_split_sum[3] / p / 1e9,
-                 m_feature_exchange->made_peer_swaps()     ? "direct swaps over CUDA IPC (handshakes, device copies, waiting)"
+                 m_feature_exchange->split_calls(), m_split_sum[0] / p, m_split_max[0], m_split_sum[1] / p,
+                 m_split_max[1], m_split_sum[3] / p / 1e9,
+                 m_feature_exchange->made_peer_swaps()
+                     ? "direct swaps over CUDA IPC (handshakes, device copies, waiting)"
                  : m_feature_exchange->made_direct_swaps() ? "direct MPI swaps (MPI, waiting)"
                                                            : "LAMMPS communication (pack, MPI, unpack)",
                  m_split_sum[2] / p, m_split_max[2], m_split_sum[4] / p, m_split_max[4],
@@ -803,18 +826,22 @@ void PairEdgeframe::finish()
     if (m_evaluator && torch_peak > 0) {
       const double torch_mib = torch_peak / 1048576.0;
       const double ws_mib = m_evaluator->workspace_bytes() / 1048576.0;
-      utils::logmesg(lmp, "edgeframe device memory on rank 0: peak {:.0f} MiB (LibTorch allocator peak {:.0f} MiB + "
-                          "Kokkos workspace {:.0f} MiB)\n", torch_mib + ws_mib, torch_mib, ws_mib);
+      utils::logmesg(lmp,
+                     "edgeframe device memory on rank 0: peak {:.0f} MiB (LibTorch allocator peak {:.0f} MiB + "
+                     "Kokkos workspace {:.0f} MiB)\n",
+                     torch_mib + ws_mib, torch_mib, ws_mib);
     }
-    utils::logmesg(lmp,
-                   "edgeframe graph per rank and force call ({}; mean / max over ranks): LAMMPS ghosts {:.1f} / {:.0f} | "
-                   "nodes {:.1f} / {:.0f} | ghost nodes {:.1f} / {:.0f} | edges {:.1f} / {:.0f}\n",
-                   m_folded ? "images folded" : (m_exchange ? "per-layer exchange" : "ghost shell"), g_sum[0] / p,
-                   g_max[0], g_sum[1] / p, g_max[1], g_sum[2] / p, g_max[2], g_sum[3] / p, g_max[3]);
+    utils::logmesg(
+        lmp,
+        "edgeframe graph per rank and force call ({}; mean / max over ranks): LAMMPS ghosts {:.1f} / {:.0f} | "
+        "nodes {:.1f} / {:.0f} | ghost nodes {:.1f} / {:.0f} | edges {:.1f} / {:.0f}\n",
+        m_folded ? "images folded" : (m_exchange ? "per-layer exchange" : "ghost shell"), g_sum[0] / p, g_max[0],
+        g_sum[1] / p, g_max[1], g_sum[2] / p, g_max[2], g_sum[3] / p, g_max[3]);
     if (m_timing_detail && m_exchange) print_exchange_split();
     if (m_evaluator && m_evaluator->layers_recomputed() > m_recomputed_at_init)
-      utils::logmesg(lmp, "edgeframe activations {}: {} edge parts (layers x edge chunks) run again in the backward "
-                          "pass over {} force calls (rank 0)\n",
+      utils::logmesg(lmp,
+                     "edgeframe activations {}: {} edge parts (layers x edge chunks) run again in the backward "
+                     "pass over {} force calls (rank 0)\n",
                      m_activations, m_evaluator->layers_recomputed() - m_recomputed_at_init, m_calls);
   }
   if (m_timing_detail && m_calls > 1) print_split_after_first_call();    // collective

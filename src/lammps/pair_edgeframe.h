@@ -47,49 +47,49 @@ class PairEdgeframe : public Pair {
   void unpack_reverse_comm(int, int *, double *) override;
 
  protected:
-  std::string m_precision = "fp32";       // pair_style keyword precision
-  std::string m_activations = "auto";     // keyword activations: auto | keep | recompute (EvaluatorOptions)
-  int m_edge_chunk = 0;                   // keyword edge_chunk: edges per recomputed chunk, 0 = all
-  double m_memory_budget_gb = 0.0;        // keyword memory_budget: GB for auto, 0 = the device's free memory
-  std::string m_plan_logged;              // the activations plan last written to the log (rank 0)
-  long m_recomputed_at_init = 0;          // the evaluator's layers_recomputed() when this run started
-  double m_min_distance = 0.3;            // Angstrom, keyword min_distance (see doc/pair_style.md)
-  bool m_fold_images = true;              // keyword fold_images: fold periodic images on one rank
-  bool m_folded = false;                  // this run folds images (one rank and fold_images yes)
-  bool m_ghost_exchange = true;           // keyword ghost_mode: exchange (true) | shell (false)
-  bool m_exchange = false;                // this run exchanges ghost features per layer
-  bool m_timing_detail = false;           // keyword timing: basic | detail (fenced engine split)
-  bool m_cutghost_raised = false;         // the shell mode raised comm->cutghostuser ...
-  double m_cutghost_before = 0.0;         // ... from this value (restored in exchange mode)
-  std::string m_potential_file;           // pair_coeff file
-  std::vector<std::string> m_type_element;  // [ntypes+1] element per LAMMPS type, "NULL" allowed
-  std::vector<int> m_type_species;          // [ntypes+1] potential species index, -1 for NULL
+  std::string m_precision = "fp32";    // pair_style keyword precision
+  std::string m_activations = "auto";    // keyword activations: auto | keep | recompute (EvaluatorOptions)
+  int m_edge_chunk = 0;    // keyword edge_chunk: edges per recomputed chunk, 0 = all
+  double m_memory_budget_gb = 0.0;    // keyword memory_budget: GB for auto, 0 = the device's free memory
+  std::string m_plan_logged;    // the activations plan last written to the log (rank 0)
+  long m_recomputed_at_init = 0;    // the evaluator's layers_recomputed() when this run started
+  double m_min_distance = 0.3;    // Angstrom, keyword min_distance (see doc/pair_style.md)
+  bool m_fold_images = true;    // keyword fold_images: fold periodic images on one rank
+  bool m_folded = false;    // this run folds images (one rank and fold_images yes)
+  bool m_ghost_exchange = true;    // keyword ghost_mode: exchange (true) | shell (false)
+  bool m_exchange = false;    // this run exchanges ghost features per layer
+  bool m_timing_detail = false;    // keyword timing: basic | detail (fenced engine split)
+  bool m_cutghost_raised = false;    // the shell mode raised comm->cutghostuser ...
+  double m_cutghost_before = 0.0;    // ... from this value (restored in exchange mode)
+  std::string m_potential_file;    // pair_coeff file
+  std::vector<std::string> m_type_element;    // [ntypes+1] element per LAMMPS type, "NULL" allowed
+  std::vector<int> m_type_species;    // [ntypes+1] potential species index, -1 for NULL
 
   std::unique_ptr<edgeframe::Potential> m_potential;
   std::unique_ptr<edgeframe::Evaluator> m_evaluator;
   std::unique_ptr<edgeframe::AtomGraph> m_graph;
   edgeframe_glue::NodeMap m_nodes;    // LAMMPS atom <-> engine node, rebuilt with the graph
-  bool m_need_node_map = true;        // node map stale: rebuild at the next compute
-  struct EdgeframeBuffers *m_buffers;  // engine-side positions and species (pair_edgeframe.cpp)
+  bool m_need_node_map = true;    // node map stale: rebuild at the next compute
+  struct EdgeframeBuffers *m_buffers;    // engine-side positions and species (pair_edgeframe.cpp)
   std::unique_ptr<edgeframe_glue::FeatureExchange> m_feature_exchange;    // exchange mode
   bool m_exchange_device_comm = false;    // exchange through LAMMPS-KOKKOS' device communication (/kk sets it)
   edgeframe_glue::ExchangeSettings m_exchange_settings;    // keywords exchange_*
-  bool m_device_comm_allowed = true;      // keyword device_comm (edgeframe/kk only): yes | no
-  int m_exchange_width = 0;           // D * C values per atom and exchange
+  bool m_device_comm_allowed = true;    // keyword device_comm (edgeframe/kk only): yes | no
+  int m_exchange_width = 0;    // D * C values per atom and exchange
   edgeframe::RowType m_exchange_type = edgeframe::RowType::f32;    // their element type (precision)
 
   double m_time_graph = 0.0, m_time_engine = 0.0, m_time_copy = 0.0;    // seconds, this rank
   bigint m_calls = 0;
-  edgeframe::StepTimes m_times;       // timing detail: the engine's fenced split, this rank
-  double m_split_sum[8] = {}, m_split_max[8] = {};   // timing detail: exchange split over ranks
-  void reduce_exchange_split();       // collective, from finish()
-  void print_exchange_split();        // rank 0, after reduce_exchange_split()
-  void print_transport();             // rank 0, first force call of a run: CUDA IPC or why not
+  edgeframe::StepTimes m_times;    // timing detail: the engine's fenced split, this rank
+  double m_split_sum[8] = {}, m_split_max[8] = {};    // timing detail: exchange split over ranks
+  void reduce_exchange_split();    // collective, from finish()
+  void print_exchange_split();    // rank 0, after reduce_exchange_split()
+  void print_transport();    // rank 0, first force call of a run: CUDA IPC or why not
   // Timing detail of the run's first force call alone (setup: it carries the run's first graph
   // rebuild, node map and swap traces), so that finish() can give the loop's per-call split.
-  double m_first_call[7] = {};        // detail_times() after call 1; [6]: exchange's MPI part
+  double m_first_call[7] = {};    // detail_times() after call 1; [6]: exchange's MPI part
   void detail_times(double out[7]) const;    // graph, geometry, kernels, dense, exchange, copy, MPI
-  void note_first_call();             // end of every force call; records only after call 1
+  void note_first_call();    // end of every force call; records only after call 1
   void print_split_after_first_call();    // collective, from finish()
   // Per-call sums for the end-of-run graph line: LAMMPS ghosts, nodes, ghost nodes, edges.
   double m_sum_ghosts = 0.0, m_sum_nodes = 0.0, m_sum_ghost_nodes = 0.0, m_sum_edges = 0.0;

@@ -94,7 +94,8 @@ void PairEdgeframeKokkos<DeviceType>::init_style()
     PairEdgeframe::init_style();
     if (comm->me == 0)
       utils::logmesg(lmp, "edgeframe/kk: {}; atom data is staged through the host\n",
-                     kSharesEngineMemory ? "several ranks (or fold_images no)" : "host instantiation of a device build");
+                     kSharesEngineMemory ? "several ranks (or fold_images no)"
+                                         : "host instantiation of a device build");
     return;
   }
   // newton off is fine here (LAMMPS-KOKKOS on GPUs defaults to it with full lists): the folded
@@ -103,7 +104,7 @@ void PairEdgeframeKokkos<DeviceType>::init_style()
   m_folded = true;
   if (atom->map_style == Atom::MAP_NONE)
     error->all(FLERR, "pair_style edgeframe/kk requires an atom map to fold periodic images onto their owners: "
-               "add 'atom_modify map array' before the box is created");
+                      "add 'atom_modify map array' before the box is created");
   ghostneigh = 0;
   auto request = neighbor->add_request(this, NeighConst::REQ_FULL);
   request->set_kokkos_host(std::is_same_v<DeviceType, LMPHostType> && !std::is_same_v<DeviceType, LMPDeviceType>);
@@ -162,8 +163,10 @@ void PairEdgeframeKokkos<DeviceType>::rebuild_device_graph()
   auto d_neighbors = k_list->d_neighbors;
   const int inum = list->inum;
   const int map_style = atom->map_style;
-  if (map_style == Atom::MAP_ARRAY) atomKK->k_map_array.template sync<DeviceType>();
-  else atomKK->k_map_hash.template sync<DeviceType>();
+  if (map_style == Atom::MAP_ARRAY)
+    atomKK->k_map_array.template sync<DeviceType>();
+  else
+    atomKK->k_map_hash.template sync<DeviceType>();
   const OwnerOf<DeviceType> owner_of{tag, atomKK->k_map_array, atomKK->k_map_hash, map_style, nlocal};
 
   View1<int> first("edgeframe/kk::pair_first", inum + 1);
@@ -180,8 +183,10 @@ void PairEdgeframeKokkos<DeviceType>::rebuild_device_graph()
       },
       n_orphans);
   if (n_orphans > 0)
-    error->one(FLERR, "edgeframe/kk: {} neighbours are images of atoms this rank does not own; "
-               "the device path needs one MPI rank", n_orphans);
+    error->one(FLERR,
+               "edgeframe/kk: {} neighbours are images of atoms this rank does not own; "
+               "the device path needs one MPI rank",
+               n_orphans);
   Kokkos::parallel_scan(
       "edgeframe/kk::count_pairs", Kokkos::RangePolicy<DeviceType>(0, inum),
       KOKKOS_LAMBDA(int ii, int &offset, bool final) {
@@ -260,7 +265,8 @@ void PairEdgeframeKokkos<DeviceType>::check_min_distance_device()
   auto h_pair_i = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(d_pair_i, closest.loc));
   auto h_image = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(d_pair_image, closest.loc));
   atomKK->sync(Host, TAG_MASK);
-  error->one(FLERR, "pair_style edgeframe: atoms {} and {} are {:.4g} A apart at step {}, closer than min_distance {:.4g} A",
+  error->one(FLERR,
+             "pair_style edgeframe: atoms {} and {} are {:.4g} A apart at step {}, closer than min_distance {:.4g} A",
              atom->tag[h_atom_of_node(h_pair_i())], atom->tag[h_image()], std::sqrt(closest.val), update->ntimestep,
              m_min_distance);
 }
@@ -281,7 +287,8 @@ void PairEdgeframeKokkos<DeviceType>::scatter_forces_device(const edgeframe::Res
       Kokkos::Min<int>(first_bad));
   if (first_bad < m_n_nodes) {
     atomKK->sync(Host, TAG_MASK);
-    error->one(FLERR, "pair_style edgeframe: non-finite force on atom {} at step {}; stopping instead of integrating on",
+    error->one(FLERR,
+               "pair_style edgeframe: non-finite force on atom {} at step {}; stopping instead of integrating on",
                atom->tag[h_atom_of_node(first_bad)], update->ntimestep);
   }
   auto f = atomKK->k_f.view<DeviceType>();
@@ -346,8 +353,8 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
     what.times = m_timing_detail ? &m_times : nullptr;
     edgeframe::Result result;
     std::optional<edgeframe::NonFiniteError> non_finite;    // reported outside call_engine's catch
-    const std::string where = fmt::format("pair_style edgeframe/kk ({} nodes, {} edges on rank {}, step {})",
-                                          m_n_nodes, m_graph->edges.n_edges, comm->me, update->ntimestep);
+    const std::string where = fmt::format("pair_style edgeframe/kk ({} nodes, {} edges on rank {}, step {})", m_n_nodes,
+                                          m_graph->edges.n_edges, comm->me, update->ntimestep);
     call_engine(error, Scope::ONE, FLERR, where, [&] {
       try {
         result = m_evaluator->compute(*m_graph, positions, what);
@@ -378,7 +385,7 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
 // modified itself).
 template <class DeviceType>
 int PairEdgeframeKokkos<DeviceType>::pack_forward_comm_kokkos(int n, DAT::tdual_int_1d list, DAT::tdual_double_1d &buf,
-                                                               int, int *)
+                                                              int, int *)
 {
   return m_feature_exchange->pack_forward_device(n, list.view_device().data(), buf.view_device().data());
 }
@@ -396,7 +403,8 @@ int PairEdgeframeKokkos<DeviceType>::pack_reverse_comm_kokkos(int n, int first, 
 }
 
 template <class DeviceType>
-void PairEdgeframeKokkos<DeviceType>::unpack_reverse_comm_kokkos(int n, DAT::tdual_int_1d list, DAT::tdual_double_1d &buf)
+void PairEdgeframeKokkos<DeviceType>::unpack_reverse_comm_kokkos(int n, DAT::tdual_int_1d list,
+                                                                 DAT::tdual_double_1d &buf)
 {
   m_feature_exchange->unpack_reverse_device(n, list.view_device().data(), buf.view_device().data());
 }

@@ -71,12 +71,12 @@ class PairEdgeframeKokkos : public PairEdgeframe, public KokkosBase {
   View1<int> d_type_species;    // [ntypes+1] potential species per LAMMPS type, -1 for NULL
   View1<int> d_node_of_atom;    // [nlocal] node index, -1 for NULL types
   View1<int> d_atom_of_node;    // [nodes] LAMMPS local index
-  View1<int> d_species;         // [nodes]
-  View1<int> d_pair_i, d_pair_j;            // [pairs] node indices
+  View1<int> d_species;    // [nodes]
+  View1<int> d_pair_i, d_pair_j;    // [pairs] node indices
   View1<int> d_pair_image, d_pair_owner;    // [pairs] LAMMPS index of the image and of its owner
   // Every step.
   Vec3 d_positions;    // [nodes] Angstrom
-  Vec3 d_shift;        // [pairs] image offsets x[image] - x[owner], Angstrom
+  Vec3 d_shift;    // [pairs] image offsets x[image] - x[owner], Angstrom
   typename View1<int>::host_mirror_type h_atom_of_node;
 };
 

@@ -25,10 +25,10 @@
 namespace edgeframe::profiling {
 
 struct MemoryTimeline {
-  std::int64_t peak = 0;            // bytes above the level at the step's start
-  std::uint64_t peak_ns = 0;        // when
-  std::int64_t at_backward = -1;    // bytes held when the first autograd backward node ran (-1: none)
-  std::vector<std::string> at_peak; // operators whose time range contains the peak, outermost first
+  std::int64_t peak = 0;             // bytes above the level at the step's start
+  std::uint64_t peak_ns = 0;         // when
+  std::int64_t at_backward = -1;     // bytes held when the first autograd backward node ran (-1: none)
+  std::vector<std::string> at_peak;  // operators whose time range contains the peak, outermost first
 };
 
 // From the profiler's events: memory events (name "[memory]", nBytes > 0 allocations, < 0 frees)
@@ -98,9 +98,10 @@ inline void memory_profile(const std::function<void()>& step, long n_edges, std:
   auto per_edge = [&](std::int64_t bytes) {
     return n_edges > 0 ? double(bytes) / double(real_bytes) / double(n_edges) : 0.0;
   };
-  std::printf("  memory profile (torch allocations on the engine's device, one step): peak %.1f MiB above the "
-              "step's start = %.0f values per edge\n",
-              t.peak / 1048576.0, per_edge(t.peak));
+  std::printf(
+      "  memory profile (torch allocations on the engine's device, one step): peak %.1f MiB above the "
+      "step's start = %.0f values per edge\n",
+      t.peak / 1048576.0, per_edge(t.peak));
   if (t.at_backward >= 0)
     std::printf("    held when the backward pass started: %.1f MiB = %.0f values per edge\n", t.at_backward / 1048576.0,
                 per_edge(t.at_backward));

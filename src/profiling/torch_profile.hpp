@@ -66,7 +66,8 @@ inline void profile_steps(int reps, double step_s, const std::function<void()>& 
   for (const auto& e : result->events()) {
     if (e.deviceType() != c10::DeviceType::CPU || !e.hasShapes()) continue;
     const std::string op = e.name();
-    if (op != "aten::zeros" && op != "aten::fill_" && op != "aten::copy_" && op != "aten::zero_" && op != "aten::zeros_like")
+    if (op != "aten::zeros" && op != "aten::fill_" && op != "aten::copy_" && op != "aten::zero_" &&
+        op != "aten::zeros_like")
       continue;
     std::string key = op + " ";
     double values = 0;
@@ -110,13 +111,14 @@ inline void profile_steps(int reps, double step_s, const std::function<void()>& 
   std::sort(families.begin(), families.end(), heavier);
   std::sort(names.begin(), names.end(), heavier);
   std::printf("    %-28s %10s %8s\n", "family", "ms/step", "launches");
-  for (const auto& [f, v] : families) std::printf("    %-28s %10.2f %8d\n", f.c_str(), 1e3 * v.first / reps, v.second / reps);
+  for (const auto& [f, v] : families)
+    std::printf("    %-28s %10.2f %8d\n", f.c_str(), 1e3 * v.first / reps, v.second / reps);
   std::vector<std::pair<std::string, std::pair<double, int>>> fill_list(fills.begin(), fills.end());
   std::sort(fill_list.begin(), fill_list.end(), heavier);
   std::printf("    %-70s %14s %8s\n", "fill / copy operators by input shape", "Mvalues/step", "calls");
   for (std::size_t k = 0; k < std::min<std::size_t>(fill_list.size(), 20); ++k)
-    std::printf("    %-70s %14.2f %8d\n", fill_list[k].first.substr(0, 70).c_str(), 1e-6 * fill_list[k].second.first / reps,
-                fill_list[k].second.second / reps);
+    std::printf("    %-70s %14.2f %8d\n", fill_list[k].first.substr(0, 70).c_str(),
+                1e-6 * fill_list[k].second.first / reps, fill_list[k].second.second / reps);
   std::printf("    %-90s %10s %8s\n", "heaviest kernels", "ms/step", "launches");
   for (std::size_t k = 0; k < std::min<std::size_t>(names.size(), 30); ++k)
     std::printf("    %-90s %10.3f %8d\n", names[k].first.c_str(), 1e3 * names[k].second.first / reps,

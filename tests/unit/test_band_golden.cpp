@@ -17,7 +17,7 @@ using json = nlohmann::json;
 
 // Both sides compute the same O(1) numbers in double through different recursions: agreement to
 // a few ulp times the recursion depth (L = 3).
-constexpr double kBandGoldenAbsTol = 1e-13;   // dimensionless
+constexpr double kBandGoldenAbsTol = 1e-13;  // dimensionless
 // Derivatives are O(L^2 / |r|) with |r| >= 0.5 Angstrom in the golden.
 constexpr double kDBandGoldenAbsTol = 1e-12;  // 1/Angstrom
 
@@ -45,7 +45,8 @@ TEST(BandGolden, MatchesThePyTorchReference) {
     exec.fence("test: band to compare on the host");
     for (int e = 0; e < E; ++e)
       for (int b = 0; b < bs; ++b) {
-        ASSERT_NEAR(band(e, b), ref["band"][e][b].get<double>(), kBandGoldenAbsTol) << key << " edge " << e << " entry " << b;
+        ASSERT_NEAR(band(e, b), ref["band"][e][b].get<double>(), kBandGoldenAbsTol)
+            << key << " edge " << e << " entry " << b;
         for (int k = 0; k < 3; ++k)
           ASSERT_NEAR(dband(e, b, k), ref["d_band_d_vec"][e][b][k].get<double>(), kDBandGoldenAbsTol)
               << key << " edge " << e << " entry " << b << " d/dr_" << k;

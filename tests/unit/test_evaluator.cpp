@@ -37,9 +37,9 @@ constexpr double kFp64ForceRelTol = 1e-10;   // relative to max |F| (absolute fl
 
 struct Golden {
   json j;
-  std::vector<double> x;           // [N*3]
+  std::vector<double> x;  // [N*3]
   std::vector<int> species, pi, pj;
-  std::vector<double> shift;       // [E*3] Cartesian, S @ cell
+  std::vector<double> shift;  // [E*3] Cartesian, S @ cell
   double r_cut = 0;
   std::string model_file;
 };
@@ -145,8 +145,9 @@ TEST_P(GoldenTest, Fp64MatchesTheReference) {
   const auto r = run(ev, d);
   const auto& ref = g.j["results"];
   const double e_ref = ref["energy"].get<double>();
-  std::printf("[ measured ] %s fp64: energy %.2e forces %.2e virial %.2e atom_virial %.2e (relative)\n", GetParam().c_str(),
-              std::fabs(r.energy - e_ref) / std::fabs(e_ref), rel_err(r.forces, flat(ref["forces"])),
+  std::printf("[ measured ] %s fp64: energy %.2e forces %.2e virial %.2e atom_virial %.2e (relative)\n",
+              GetParam().c_str(), std::fabs(r.energy - e_ref) / std::fabs(e_ref),
+              rel_err(r.forces, flat(ref["forces"])),
               rel_err(std::vector<double>(r.virial.begin(), r.virial.end()), flat(ref["virial"])),
               rel_err(r.atom_virial, flat(ref["atom_virial"])));
   EXPECT_LE(std::fabs(r.energy - e_ref) / std::fabs(e_ref), kFp64EnergyRelTol) << r.energy << " vs " << e_ref;
@@ -211,7 +212,8 @@ std::array<double, 9> random_rotation(unsigned seed) {
 std::vector<double> rotate(const std::array<double, 9>& R, const std::vector<double>& v) {
   std::vector<double> out(v.size());
   for (size_t a = 0; a < v.size() / 3; ++a)
-    for (int i = 0; i < 3; ++i) out[3 * a + i] = R[3 * i] * v[3 * a] + R[3 * i + 1] * v[3 * a + 1] + R[3 * i + 2] * v[3 * a + 2];
+    for (int i = 0; i < 3; ++i)
+      out[3 * a + i] = R[3 * i] * v[3 * a] + R[3 * i + 1] * v[3 * a + 1] + R[3 * i + 2] * v[3 * a + 2];
   return out;
 }
 
@@ -335,10 +337,11 @@ TEST(Evaluator, TheForwardKeepsOnlyWhatTheBackwardNeeds) {
   const double edge_bytes = double(E) * (per_edge * sizeof(double) + 4 * sizeof(std::int64_t));
   const double node_allowance = double(N) * c.layers * 40.0 * D * c.channels * sizeof(double);
   const double g_bytes = double(E) * c.layers * kk::gate_rows(c.lmax, c.mmax) * 2.0 * c.channels * sizeof(double);
-  std::printf("[ measured ] held at the backward pass: %.3f MiB; edge model %.3f MiB + node allowance %.3f MiB "
-              "(keeping g would add %.3f MiB); peak %.3f MiB in %s\n",
-              t.at_backward / 1048576.0, edge_bytes / 1048576.0, node_allowance / 1048576.0, g_bytes / 1048576.0,
-              t.peak / 1048576.0, t.at_peak.empty() ? "?" : t.at_peak.back().c_str());
+  std::printf(
+      "[ measured ] held at the backward pass: %.3f MiB; edge model %.3f MiB + node allowance %.3f MiB "
+      "(keeping g would add %.3f MiB); peak %.3f MiB in %s\n",
+      t.at_backward / 1048576.0, edge_bytes / 1048576.0, node_allowance / 1048576.0, g_bytes / 1048576.0,
+      t.peak / 1048576.0, t.at_peak.empty() ? "?" : t.at_peak.back().c_str());
   ASSERT_GE(t.at_backward, 0) << "the profiler saw no backward pass";
   EXPECT_GE(double(t.at_backward), edge_bytes) << "fewer bytes held than the tensors the backward reads";
   EXPECT_LE(double(t.at_backward), edge_bytes + node_allowance) << "the forward keeps more than the backward needs";
@@ -360,7 +363,8 @@ TEST(Evaluator, TheMemoryModelBoundsTheMeasuredPeak) {
   const auto d = upload(g, g.x);
   using A = EvaluatorOptions::Activations;
   for (const Precision p : {Precision::fp64, Precision::fp32}) {
-    for (const auto& [activations, chunk] : {std::pair{A::keep, 0}, std::pair{A::recompute, 0}, std::pair{A::recompute, 2000}}) {
+    for (const auto& [activations, chunk] :
+         {std::pair{A::keep, 0}, std::pair{A::recompute, 0}, std::pair{A::recompute, 2000}}) {
       EvaluatorOptions opt;
       opt.precision = p;
       opt.activations = activations;
@@ -422,11 +426,14 @@ TEST(Evaluator, RecomputedEdgePartsGiveTheSameResults) {
           EXPECT_NEAR(b.energy, a.energy, tol * std::fabs(a.energy)) << name;
           EXPECT_LT(rel_err(b.forces, a.forces), tol) << name << " chunk " << chunk << " n_local " << n_local;
           EXPECT_LT(rel_err(std::vector<double>(b.virial.begin(), b.virial.end()),
-                            std::vector<double>(a.virial.begin(), a.virial.end())), tol) << name;
+                            std::vector<double>(a.virial.begin(), a.virial.end())),
+                    tol)
+              << name;
           EXPECT_LT(rel_err(b.atom_virial, a.atom_virial), tol) << name;
           EXPECT_LT(rel_err(b.energies, a.energies), tol) << name;
-          std::printf("[ measured ] %s %s edge_chunk %d (%ld chunks) n_local %d: recompute vs keep max |dF| / max |F| = %.1e\n",
-                      name, to_string(p).c_str(), chunk, chunks, n_local, rel_err(b.forces, a.forces));
+          std::printf(
+              "[ measured ] %s %s edge_chunk %d (%ld chunks) n_local %d: recompute vs keep max |dF| / max |F| = %.1e\n",
+              name, to_string(p).c_str(), chunk, chunks, n_local, rel_err(b.forces, a.forces));
         }
         // The chunks were built once for this graph (two calls above), and again for a new one.
         EXPECT_EQ(recompute.edge_chunk_builds(), chunk > 0 ? 1 : 0) << name;
@@ -487,7 +494,8 @@ TEST(Evaluator, AutomaticActivationsRecomputeWhatTheBudgetNeeds) {
     EXPECT_NEAR(r.energy, ref.energy, 1e-13 * std::fabs(ref.energy));
     EXPECT_LT(rel_err(r.forces, ref.forces), 1e-13);
     EXPECT_LT(rel_err(std::vector<double>(r.virial.begin(), r.virial.end()),
-                      std::vector<double>(ref.virial.begin(), ref.virial.end())), 1e-13);
+                      std::vector<double>(ref.virial.begin(), ref.virial.end())),
+              1e-13);
   }
 }
 
@@ -543,7 +551,9 @@ TEST(Evaluator, ACudaGraphReplaysTheStepWhileItsInputsStayPut) {
       EXPECT_LT(rel_err(a.atom_virial, b.atom_virial), tol) << what;
       EXPECT_LT(rel_err(a.energies, b.energies), tol) << what;
       EXPECT_LT(rel_err(std::vector<double>(a.virial.begin(), a.virial.end()),
-                        std::vector<double>(b.virial.begin(), b.virial.end())), tol) << what;
+                        std::vector<double>(b.virial.begin(), b.virial.end())),
+                tol)
+          << what;
     };
     const auto d = upload(g, g.x);
     const HostResult first = run(graphed, d);

@@ -38,7 +38,8 @@ class TableExchange : public NodeExchange {
     if (forward_calls++ == skip_forward) return;
     apply(h, [&](auto* rows) {
       for (std::size_t g = 0; g < m_owner.size(); ++g)
-        for (int c = 0; c < h.width; ++c) rows[(m_n_local + g) * h.width + c] = rows[std::size_t(m_owner[g]) * h.width + c];
+        for (int c = 0; c < h.width; ++c)
+          rows[(m_n_local + g) * h.width + c] = rows[std::size_t(m_owner[g]) * h.width + c];
     });
   }
   void reverse(const NodeRows& grad) override {
@@ -62,8 +63,10 @@ class TableExchange : public NodeExchange {
     const torch::Tensor rows =
         torch::from_blob(r.data, {r.rows, r.width}, torch::TensorOptions().dtype(dtype).device(bridge::device()));
     torch::Tensor host = rows.cpu();
-    if (r.type == RowType::f64) fn(host.data_ptr<double>());
-    else fn(host.data_ptr<float>());
+    if (r.type == RowType::f64)
+      fn(host.data_ptr<double>());
+    else
+      fn(host.data_ptr<float>());
     if (host.data_ptr() != rows.data_ptr()) rows.copy_(host);
   }
   int m_n_local;
@@ -83,7 +86,8 @@ TEST(NodeExchange, BackwardIsTheAdjointOfForward) {
   step.dtype = torch::kFloat64;
   step.exchange = &table;
   torch::manual_seed(11);
-  const auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(bridge::device());  // where the engine keeps rows
+  const auto opts =
+      torch::TensorOptions().dtype(torch::kFloat64).device(bridge::device());  // where the engine keeps rows
   const torch::Tensor x = torch::randn({N, kD, kC}, opts).requires_grad_(true), y = torch::randn({N, kD, kC}, opts);
   const torch::Tensor x_before = x.detach().clone();
   const torch::Tensor fx = impl::node_exchange(x, step);
@@ -150,7 +154,8 @@ Case unfold(const Case& c, std::vector<int>& owner) {
       u.pj.push_back(c.pj[q]);
       continue;
     }
-    const auto key = std::make_tuple(c.pj[q], std::lround(s[0] * 1e6), std::lround(s[1] * 1e6), std::lround(s[2] * 1e6));
+    const auto key =
+        std::make_tuple(c.pj[q], std::lround(s[0] * 1e6), std::lround(s[1] * 1e6), std::lround(s[2] * 1e6));
     auto it = ghost_of.find(key);
     if (it == ghost_of.end()) {
       it = ghost_of.emplace(key, int(u.species.size())).first;
@@ -180,7 +185,8 @@ Out evaluate(Evaluator& ev, const Case& c, NodeExchange* exchange) {
   const Result r = ev.compute(g, x, what);
   auto f = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), r.forces);
   auto e = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), r.energies);
-  return {r.energy, r.virial, std::vector<double>(f.data(), f.data() + 3 * N), std::vector<double>(e.data(), e.data() + N)};
+  return {r.energy, r.virial, std::vector<double>(f.data(), f.data() + 3 * N),
+          std::vector<double>(e.data(), e.data() + N)};
 }
 
 // fp64, same terms in a different order (images vs shifts change no arithmetic but the CSR
@@ -217,7 +223,8 @@ TEST_P(ExchangeGolden, UnfoldedImagesWithExchangeEqualThePeriodicGraph) {
     for (int k = 0; k < 3; ++k) folded[3 * owner[g] + k] += got.forces[3 * (periodic.n_local + g) + k];
   const double scale = max_abs(want.forces);
   for (size_t i = 0; i < folded.size(); ++i) EXPECT_NEAR(folded[i], want.forces[i], kRelTol * scale) << i;
-  for (int a = 0; a < periodic.n_local; ++a) EXPECT_NEAR(got.energies[a], want.energies[a], kRelTol * std::fabs(want.energy));
+  for (int a = 0; a < periodic.n_local; ++a)
+    EXPECT_NEAR(got.energies[a], want.energies[a], kRelTol * std::fabs(want.energy));
 
   // A deliberately broken exchange (layer 2 reads stale ghost features) must show.
   TableExchange broken(periodic.n_local, owner);

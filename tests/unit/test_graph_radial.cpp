@@ -66,8 +66,7 @@ std::vector<RefEdge> reference_edges(const HostSystem& s, double cutoff, bool ha
     }
     if (!(r2 > 0 && r2 < cutoff * cutoff)) continue;
     out.push_back({i, j, int(p), 0, s.pairs.shift[p]});
-    if (half)
-      out.push_back({j, i, int(p), 1, {-s.pairs.shift[p][0], -s.pairs.shift[p][1], -s.pairs.shift[p][2]}});
+    if (half) out.push_back({j, i, int(p), 1, {-s.pairs.shift[p][0], -s.pairs.shift[p][1], -s.pairs.shift[p][2]}});
   }
   std::sort(out.begin(), out.end(), [](const RefEdge& a, const RefEdge& b) {
     return std::tie(a.recv, a.p, a.dir) < std::tie(b.recv, b.p, b.dir);
@@ -317,13 +316,15 @@ TYPED_TEST(RadialTest, ValuesDerivativesAndBackward) {
     for (int e = 0; e < E; ++e) {
       const double r = std::sqrt(hv(e, 0) * hv(e, 0) + hv(e, 1) * hv(e, 1) + hv(e, 2) * hv(e, 2));
       EXPECT_NEAR(he(e), ref_envelope(r, rc, p), kRadialRelTol * std::fabs(ref_envelope(r, rc, p)) + kRadialAbsTol);
-      const double fde = (ref_envelope(r + kRadialFdStep, rc, p) - ref_envelope(r - kRadialFdStep, rc, p)) / (2 * kRadialFdStep);
+      const double fde =
+          (ref_envelope(r + kRadialFdStep, rc, p) - ref_envelope(r - kRadialFdStep, rc, p)) / (2 * kRadialFdStep);
       EXPECT_NEAR(hde(e), fde, kRadialFdTol);
       double loss_grad = hge(e) * fde;
       for (int n = 0; n < n_rbf; ++n) {
         const double ref = ref_rbf(n + 1, r, rc, p);
         EXPECT_NEAR(hr(e, n), ref, kRadialRelTol * std::fabs(ref) + kRadialAbsTol);
-        const double fd = (ref_rbf(n + 1, r + kRadialFdStep, rc, p) - ref_rbf(n + 1, r - kRadialFdStep, rc, p)) / (2 * kRadialFdStep);
+        const double fd =
+            (ref_rbf(n + 1, r + kRadialFdStep, rc, p) - ref_rbf(n + 1, r - kRadialFdStep, rc, p)) / (2 * kRadialFdStep);
         EXPECT_NEAR(hdr(e, n), fd, kRadialFdTol);
         loss_grad += hg(e, n) * fd;
       }

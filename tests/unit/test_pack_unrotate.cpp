@@ -39,7 +39,7 @@ struct HostCase {
   Shape s;
   int N = 0, E = 0, B = 0, K = 0, G = 0, D = 0;
   std::vector<int> recv, send, recv_off, send_off, send_edges;
-  std::vector<double> band, env;           // [E, B], [E]
+  std::vector<double> band, env;                  // [E, B], [E]
   std::vector<double> n, g, grad_u, w, grad_agg;  // [N,D,C] [E,G,2C] [E,K,2C] [E,K,C] [N,D,C]
 };
 
@@ -121,8 +121,10 @@ std::vector<double> ref_pack(const HostCase& h, const std::vector<double>& n, co
           const int node = c < C ? h.send[e] : h.recv[e];
           double acc = 0;
           for (int mp = -l; mp <= l; ++mp)
-            acc += band[size_t(e) * h.B + kk::band_index(l, m, mp, M)] * n[(size_t(node) * h.D + l * l + l + mp) * C + c % C];
-          u[(size_t(e) * h.K + kk::packed_row(l, m, L)) * 2 * C + c] = g[(size_t(e) * h.G + kk::gate_row(l, m, L)) * 2 * C + c] * acc;
+            acc += band[size_t(e) * h.B + kk::band_index(l, m, mp, M)] *
+                   n[(size_t(node) * h.D + l * l + l + mp) * C + c % C];
+          u[(size_t(e) * h.K + kk::packed_row(l, m, L)) * 2 * C + c] =
+              g[(size_t(e) * h.G + kk::gate_row(l, m, L)) * 2 * C + c] * acc;
         }
     }
   return u;
@@ -139,7 +141,8 @@ std::vector<double> ref_unrot(const HostCase& h, const std::vector<double>& w, c
         for (int c = 0; c < C; ++c) {
           double acc = 0;
           for (int m = -k; m <= k; ++m)
-            acc += band[size_t(e) * h.B + kk::band_index(l, m, mp, M)] * w[(size_t(e) * h.K + kk::packed_row(l, m, L)) * C + c];
+            acc += band[size_t(e) * h.B + kk::band_index(l, m, mp, M)] *
+                   w[(size_t(e) * h.K + kk::packed_row(l, m, L)) * C + c];
           agg[(size_t(h.recv[e]) * h.D + l * l + l + mp) * C + c] += scale * env[e] * acc;
         }
     }
@@ -212,14 +215,39 @@ Outputs run_kernels(const HostCase& h, const std::vector<double>& n, const std::
   auto recv = upi<int, Exec>(h.recv), send = upi<int, Exec>(h.send), ro = upi<int, Exec>(h.recv_off),
        so = upi<int, Exec>(h.send_off), se = upi<int, Exec>(h.send_edges);
   kk::View2<const Real, Exec> band2(dband.data(), h.E, h.B);
-  kk::EdgeFramePack<Exec, Real> pack{as3<Real, Exec>(dn, h.N, h.D, C), band2, as3<Real, Exec>(dg, h.E, h.G, 2 * C),
-                                     recv, send, ro, so, se, u, as3<Real, Exec>(dgu, h.E, h.K, 2 * C), grad_rot, grad_n, gbp, grad_g,
-                                     h.s.lmax, h.s.mmax, C};
+  kk::EdgeFramePack<Exec, Real> pack{as3<Real, Exec>(dn, h.N, h.D, C),
+                                     band2,
+                                     as3<Real, Exec>(dg, h.E, h.G, 2 * C),
+                                     recv,
+                                     send,
+                                     ro,
+                                     so,
+                                     se,
+                                     u,
+                                     as3<Real, Exec>(dgu, h.E, h.K, 2 * C),
+                                     grad_rot,
+                                     grad_n,
+                                     gbp,
+                                     grad_g,
+                                     h.s.lmax,
+                                     h.s.mmax,
+                                     C};
   kk::edge_frame_pack_forward(exec, pack, h.E, form);
   kk::edge_frame_pack_backward(exec, pack, h.E, h.N, form);
-  kk::UnrotateAggregate<Exec, Real> unrot{as3<Real, Exec>(dw, h.E, h.K, C), band2, denv, recv, ro, agg,
-                                          as3<Real, Exec>(dga, h.N, h.D, C), grad_w, gbu, genv, scale,
-                                          h.s.lmax, h.s.mmax, C};
+  kk::UnrotateAggregate<Exec, Real> unrot{as3<Real, Exec>(dw, h.E, h.K, C),
+                                          band2,
+                                          denv,
+                                          recv,
+                                          ro,
+                                          agg,
+                                          as3<Real, Exec>(dga, h.N, h.D, C),
+                                          grad_w,
+                                          gbu,
+                                          genv,
+                                          scale,
+                                          h.s.lmax,
+                                          h.s.mmax,
+                                          C};
   kk::unrotate_aggregate_forward(exec, unrot, h.N, form);
   kk::unrotate_aggregate_backward(exec, unrot, h.E, form);
   exec.fence("test: results to the host");
@@ -227,8 +255,9 @@ Outputs run_kernels(const HostCase& h, const std::vector<double>& n, const std::
 }
 
 // {0, 1, 8} and {2, 0, 8}: the first and last layers run degree 0 alone and the m = 0 rows alone.
-const Shape kShapes[] = {{2, 1, 5}, {3, 1, 4}, {2, 2, 3}, {4, 2, 6}, {2, 1, 8}, {0, 1, 8}, {2, 0, 8}};  // C % 4 == 0: 4 channels per thread
-constexpr double kScale = 1.0 / 7.5;  // 1 / avg_neighbors
+const Shape kShapes[] = {{2, 1, 5}, {3, 1, 4}, {2, 2, 3}, {4, 2, 6},
+                         {2, 1, 8}, {0, 1, 8}, {2, 0, 8}};  // C % 4 == 0: 4 channels per thread
+constexpr double kScale = 1.0 / 7.5;                        // 1 / avg_neighbors
 
 template <class Exec>
 class PackUnrotateTest : public ::testing::Test {};
@@ -275,9 +304,14 @@ TYPED_TEST(PackUnrotateTest, FloatAgreesWithDouble) {
     const auto h = make_case(s, 31);
     const auto d = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale);
     const auto f = run_kernels<TypeParam, float>(h, h.n, h.band, h.g, h.w, h.env, kScale);
-    for (auto [a, b] : {std::pair{&d.u, &f.u}, {&d.grad_n, &f.grad_n}, {&d.grad_band_p, &f.grad_band_p},
-                        {&d.grad_g, &f.grad_g}, {&d.agg, &f.agg}, {&d.grad_w, &f.grad_w},
-                        {&d.grad_band_u, &f.grad_band_u}, {&d.grad_env, &f.grad_env}}) {
+    for (auto [a, b] : {std::pair{&d.u, &f.u},
+                        {&d.grad_n, &f.grad_n},
+                        {&d.grad_band_p, &f.grad_band_p},
+                        {&d.grad_g, &f.grad_g},
+                        {&d.agg, &f.agg},
+                        {&d.grad_w, &f.grad_w},
+                        {&d.grad_band_u, &f.grad_band_u},
+                        {&d.grad_env, &f.grad_env}}) {
       const double sc = max_abs(*a);
       for (size_t i = 0; i < a->size(); ++i) ASSERT_NEAR((*a)[i], (*b)[i], kFloatRelTol * sc);
     }
@@ -295,20 +329,21 @@ TYPED_TEST(PackUnrotateTest, DeviceFormMatchesHostForm) {
   // above a warp (33, 40: on CUDA a warp spans two degrees or nodes in the node passes, and the
   // last round of an edge's channel loop leaves lanes idle); 4 channels per thread where
   // channels % 4 == 0, else 1; mmax 0 to 3 (pairs of rows per gate row).
-  const Shape shapes[] = {{2, 1, 5}, {3, 2, 40}, {5, 2, 36}, {8, 1, 33}, {2, 2, 64},
-                          {3, 3, 32}, {0, 1, 33}, {3, 0, 40}, {2, 2, 3}, {4, 2, 6}};
+  const Shape shapes[] = {{2, 1, 5},  {3, 2, 40}, {5, 2, 36}, {8, 1, 33}, {2, 2, 64},
+                          {3, 3, 32}, {0, 1, 33}, {3, 0, 40}, {2, 2, 3},  {4, 2, 6}};
   for (const Shape& s : shapes) {
     const auto h = make_case(s, 53);
     const auto host = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::KernelForm::host);
     const auto dev = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::KernelForm::device);
     const bool same_order_is_bitwise = std::is_same_v<typename TypeParam::memory_space, Kokkos::HostSpace>;
-    for (auto [a, b, what, same_order] :
-         {std::tuple{&host.u, &dev.u, "u", true}, {&host.agg, &dev.agg, "agg", true},
-          {&host.grad_n, &dev.grad_n, "grad_n", true}, {&host.grad_w, &dev.grad_w, "grad_w", true},
-          {&host.grad_band_p, &dev.grad_band_p, "pack grad_band", false},
-          {&host.grad_g, &dev.grad_g, "grad_g", false},
-          {&host.grad_band_u, &dev.grad_band_u, "unrotate grad_band", false},
-          {&host.grad_env, &dev.grad_env, "grad_env", false}}) {
+    for (auto [a, b, what, same_order] : {std::tuple{&host.u, &dev.u, "u", true},
+                                          {&host.agg, &dev.agg, "agg", true},
+                                          {&host.grad_n, &dev.grad_n, "grad_n", true},
+                                          {&host.grad_w, &dev.grad_w, "grad_w", true},
+                                          {&host.grad_band_p, &dev.grad_band_p, "pack grad_band", false},
+                                          {&host.grad_g, &dev.grad_g, "grad_g", false},
+                                          {&host.grad_band_u, &dev.grad_band_u, "unrotate grad_band", false},
+                                          {&host.grad_env, &dev.grad_env, "grad_env", false}}) {
       const double sc = max_abs(*a);
       ASSERT_GT(sc, 0.0) << what;
       if (same_order && same_order_is_bitwise) {
@@ -354,15 +389,18 @@ TYPED_TEST(PackUnrotateTest, EachFormMatchesThePlainLoopsAndTheAdjointIdentities
 }
 
 // Per edge (or node), the rows `keep` of [rows, width] blocks: [outer, keep.size(), width].
-std::vector<double> rows_of(const std::vector<double>& v, int outer, int rows, int width, const std::vector<int>& keep) {
+std::vector<double> rows_of(const std::vector<double>& v, int outer, int rows, int width,
+                            const std::vector<int>& keep) {
   std::vector<double> out;
   for (int o = 0; o < outer; ++o)
-    for (int r : keep) out.insert(out.end(), v.begin() + (size_t(o) * rows + r) * width, v.begin() + (size_t(o) * rows + r + 1) * width);
+    for (int r : keep)
+      out.insert(out.end(), v.begin() + (size_t(o) * rows + r) * width, v.begin() + (size_t(o) * rows + r + 1) * width);
   return out;
 }
 
 // The same blocks with every row outside `keep` zeroed.
-std::vector<double> zero_other_rows(std::vector<double> v, int outer, int rows, int width, const std::vector<int>& keep) {
+std::vector<double> zero_other_rows(std::vector<double> v, int outer, int rows, int width,
+                                    const std::vector<int>& keep) {
   for (int o = 0; o < outer; ++o)
     for (int r = 0; r < rows; ++r)
       if (std::find(keep.begin(), keep.end(), r) == keep.end())
@@ -387,7 +425,8 @@ TYPED_TEST(PackUnrotateTest, PartsOfTheRowsGiveTheWholeKernelsRows) {
       p.s.mmax = 0;
       for (int l = 0; l <= L; ++l) {
         rows.push_back(kk::packed_row(l, 0, L));
-        for (int t = 0; t <= 2 * l; ++t) band_cols.push_back(kk::band_offset(l, s.mmax) + kk::band_k(l, s.mmax) * (2 * l + 1) + t);
+        for (int t = 0; t <= 2 * l; ++t)
+          band_cols.push_back(kk::band_offset(l, s.mmax) + kk::band_k(l, s.mmax) * (2 * l + 1) + t);
       }
     } else {
       p.s.lmax = 0;

@@ -32,9 +32,20 @@ json small_meta() {
               {"species", {"C", "Cu"}},
               {"e0", {{"C", -1.5}, {"Cu", -3.25}}},
               {"model",
-               {{"r_cut", 4.5}, {"lmax", 2}, {"mmax", 1}, {"channels", 4}, {"hidden_channels", 3},
-                {"ffn_channels", 5}, {"layers", 2}, {"n_rbf", 3}, {"envelope_p", 5}, {"edge_emb", 2},
-                {"radial_hidden", 6}, {"readout_hidden", 3}, {"avg_neighbors", 12.0}, {"norm_eps", 1e-6}}},
+               {{"r_cut", 4.5},
+                {"lmax", 2},
+                {"mmax", 1},
+                {"channels", 4},
+                {"hidden_channels", 3},
+                {"ffn_channels", 5},
+                {"layers", 2},
+                {"n_rbf", 3},
+                {"envelope_p", 5},
+                {"edge_emb", 2},
+                {"radial_hidden", 6},
+                {"readout_hidden", 3},
+                {"avg_neighbors", 12.0},
+                {"norm_eps", 1e-6}}},
               {"dtype", "float64"},
               {"trained_precision", "float64"},
               {"provenance", {{"data", "unit test"}, {"date", "2026-11-29"}, {"code_version", "test"}}}};
@@ -101,7 +112,9 @@ Bytes make_file(const json& meta, const std::function<void(json&)>& edit = {},
   return out;
 }
 
-edgeframe::Potential parse(const Bytes& b) { return edgeframe::parse_potential(b.data(), b.size(), "test.safetensors"); }
+edgeframe::Potential parse(const Bytes& b) {
+  return edgeframe::parse_potential(b.data(), b.size(), "test.safetensors");
+}
 
 // Parses and expects a FormatError whose message names the file and contains `needle`.
 void expect_rejected(const Bytes& b, const std::string& needle) {
@@ -234,9 +247,15 @@ TEST(Potential, RejectsHugeDeclaredSizes) {
                               h["readout.1.bias"]["data_offsets"] = {0, std::numeric_limits<std::uint64_t>::max()};
                             }),
                   "tensor readout.1.bias: data_offsets span");
-  expect_rejected(make_file(small_meta(), [](json& h) { h["readout.1.bias"]["data_offsets"] = {1ull << 62, (1ull << 62) + 8}; }),
+  expect_rejected(make_file(small_meta(),
+                            [](json& h) {
+                              h["readout.1.bias"]["data_offsets"] = {1ull << 62, (1ull << 62) + 8};
+                            }),
                   "extends past the end of the data section");
-  expect_rejected(make_file(small_meta(), [](json& h) { h["readout.1.bias"]["data_offsets"] = {-8, 0}; }),
+  expect_rejected(make_file(small_meta(),
+                            [](json& h) {
+                              h["readout.1.bias"]["data_offsets"] = {-8, 0};
+                            }),
                   "bad data_offsets");
   expect_meta_rejected([](json& m) { m["model"]["channels"] = 1000000000; }, "exceeds this engine's limit");
   expect_meta_rejected([](json& m) { m["model"]["channels"] = std::numeric_limits<std::uint64_t>::max(); },
@@ -262,12 +281,14 @@ TEST(Potential, RejectsHeadersThatAreNotTheFormat) {
   expect_rejected(with_header("{\"__metadata__\": {\"other\": \"x\"}}"), "no 'edgeframe' entry");
   expect_rejected(with_header("{\"__metadata__\": {\"edgeframe\": 5}}"), "metadata 'edgeframe' is not JSON");
   expect_rejected(with_header("{\"__metadata__\": {\"edgeframe\": \"{oops\"}}"), "metadata 'edgeframe' is not JSON");
-  expect_rejected(with_header("{\"__metadata__\": {\"edgeframe\": \"{\\\"a\\\":1,\\\"a\\\":1}\"}}"), "duplicate key 'a'");
+  expect_rejected(with_header("{\"__metadata__\": {\"edgeframe\": \"{\\\"a\\\":1,\\\"a\\\":1}\"}}"),
+                  "duplicate key 'a'");
   expect_rejected(with_header("{\"__metadata__\": {\"edgeframe\": \"[]\"}}"), "is not a JSON object");
 }
 
 TEST(Potential, RejectsBadConfigs) {
-  expect_meta_rejected([](json& m) { m["format"] = "safetensors"; }, "config 'format' is 'safetensors', expected 'edgeframe-potential'");
+  expect_meta_rejected([](json& m) { m["format"] = "safetensors"; },
+                       "config 'format' is 'safetensors', expected 'edgeframe-potential'");
   expect_meta_rejected([](json& m) { m["format_version"] = 2; }, "unknown format version 2 (this reader knows: 1)");
   expect_meta_rejected([](json& m) { m["format_version"] = "1"; }, "unknown format version '1'");
   expect_meta_rejected([](json& m) { m["format_version"] = 1.0; }, "unknown format version 1.0");
@@ -275,11 +296,23 @@ TEST(Potential, RejectsBadConfigs) {
   expect_meta_rejected([](json& m) { m.erase("provenance"); }, "config is missing key(s): provenance");
   expect_meta_rejected([](json& m) { m["extra"] = 1; }, "config has unknown key(s): extra");
   expect_meta_rejected([](json& m) { m["units"] = "real"; }, "units are 'real'; only 'metal' is supported");
-  expect_meta_rejected([](json& m) { m["e0"] = {{"C", 1.0}}; }, "e0 must give one energy per species ['C', 'Cu'], got {'C': 1.0}");
+  expect_meta_rejected(
+      [](json& m) {
+        m["e0"] = {{"C", 1.0}};
+      },
+      "e0 must give one energy per species ['C', 'Cu'], got {'C': 1.0}");
   expect_meta_rejected([](json& m) { m["species"] = json::array(); }, "species must be a non-empty list");
-  expect_meta_rejected([](json& m) { m["species"] = {"C", "Xx"}; }, "unknown species 'Xx' (not a chemical element symbol)");
+  expect_meta_rejected(
+      [](json& m) {
+        m["species"] = {"C", "Xx"};
+      },
+      "unknown species 'Xx' (not a chemical element symbol)");
   expect_meta_rejected([](json& m) { m["species"] = {"C", 6}; }, "unknown species 6");
-  expect_meta_rejected([](json& m) { m["species"] = {"Cu", "Cu"}; }, "duplicate species 'Cu' in species list ['Cu', 'Cu']");
+  expect_meta_rejected(
+      [](json& m) {
+        m["species"] = {"Cu", "Cu"};
+      },
+      "duplicate species 'Cu' in species list ['Cu', 'Cu']");
   expect_meta_rejected([](json& m) { m["e0"] = {{"C", 1.0}}; }, "e0 must give one energy per species");
   expect_meta_rejected([](json& m) { m["e0"]["Cu"] = "x"; }, "e0[Cu] = 'x' is not a finite number");
   expect_meta_rejected([](json& m) { m["model"] = 3; }, "config 'model' is not a JSON object");
@@ -292,7 +325,12 @@ TEST(Potential, RejectsBadConfigs) {
   expect_meta_rejected([](json& m) { m["model"]["channels"] = 4.0; }, "channels must be a positive integer, got 4.0");
   expect_meta_rejected([](json& m) { m["model"]["layers"] = -1; }, "layers must be a positive integer");
   expect_meta_rejected([](json& m) { m["model"]["mmax"] = 3; }, "mmax must be 1 or 2");
-  expect_meta_rejected([](json& m) { m["model"]["lmax"] = 1; m["model"]["mmax"] = 2; }, "mmax must be 1 or 2 and <= lmax (1)");
+  expect_meta_rejected(
+      [](json& m) {
+        m["model"]["lmax"] = 1;
+        m["model"]["mmax"] = 2;
+      },
+      "mmax must be 1 or 2 and <= lmax (1)");
   expect_meta_rejected([](json& m) { m["model"]["envelope_p"] = 1; }, "envelope_p must be >= 2");
   expect_meta_rejected([](json& m) { m["model"]["r_cut"] = -4.5; }, "r_cut must be a finite positive number");
   expect_meta_rejected([](json& m) { m["model"]["avg_neighbors"] = "12"; }, "avg_neighbors must be a finite positive");
@@ -321,7 +359,10 @@ TEST(Potential, RejectsBadTensors) {
                   "header entry must have exactly dtype, shape, data_offsets");
   expect_rejected(make_file(meta, [](json& h) { h["readout.0.bias"] = 7; }), "header entry must have exactly");
   // readout.1.bias (8 bytes) pointed at the start of species_embedding: overlap, and a gap at its old place
-  expect_rejected(make_file(meta, [](json& h) { h["readout.1.bias"]["data_offsets"] = {0, 8}; }),
+  expect_rejected(make_file(meta,
+                            [](json& h) {
+                              h["readout.1.bias"]["data_offsets"] = {0, 8};
+                            }),
                   "leave a gap or overlap");
   Bytes extra = make_file(meta);
   extra.push_back(0);

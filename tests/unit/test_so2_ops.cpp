@@ -159,11 +159,12 @@ TEST_P(So2LinearTest, BlockGemmsMatchNarrowMmCat) {
     plan.x_width = K * Cin;
     plan.z_width = K * Cout;
     plan.blocks.push_back({0, (partial ? 1 : L + 1) * Cin, 0, (L + 1) * Cout,
-                           torch::randn({(L + 1) * Cout, (partial ? 1 : L + 1) * Cin}, opts), torch::randn({(L + 1) * Cout}, opts)});
+                           torch::randn({(L + 1) * Cout, (partial ? 1 : L + 1) * Cin}, opts),
+                           torch::randn({(L + 1) * Cout}, opts)});
     for (int m = 1; m <= c.mmax && !partial; ++m) {
       const int start = kk::packed_block_start(m, L), rows = 2 * (L + 1 - m);
-      plan.blocks.push_back({start * Cin, rows * Cin, start * Cout, rows * Cout, torch::randn({rows * Cout, rows * Cin}, opts),
-                             torch::Tensor()});
+      plan.blocks.push_back({start * Cin, rows * Cin, start * Cout, rows * Cout,
+                             torch::randn({rows * Cout, rows * Cin}, opts), torch::Tensor()});
     }
     const torch::Tensor base = torch::randn({E, K * Cin}, opts), probe = torch::randn({E, K * Cout}, opts);
     const torch::Tensor x1 = base.clone().requires_grad_(true), x2 = base.clone().requires_grad_(true);

@@ -30,7 +30,8 @@ std::array<double, kk::kWarpLanes> emulate_reduce_scatter(std::array<std::array<
     for (int lane = 0; lane < kk::kWarpLanes; ++lane) {
       double slots[NV];
       for (int i = 0; i < NV; ++i) slots[i] = v[lane][i];
-      for (int i = 0; i < h; ++i) v[lane][i] = kk::reduce_scatter_keep<NV>(slots, h, lane & offset, i) + sent[lane ^ offset][i];
+      for (int i = 0; i < h; ++i)
+        v[lane][i] = kk::reduce_scatter_keep<NV>(slots, h, lane & offset, i) + sent[lane ^ offset][i];
     }
   }
   std::array<double, kk::kWarpLanes> sum{};

@@ -25,16 +25,16 @@ using edgeframe::test::Vec3;
 constexpr double kBandAbsTol = 1e-12;  // absolute, dimensionless
 // Central differences with step h = 1e-5 Angstrom on |r| >= 0.8 Angstrom: truncation
 // ~h^2 |d3 band| ~ 1e-10 * L^3, rounding ~1e-16/h = 1e-11; derivatives are O(L^2 / |r|).
-constexpr double kFdStep = 1e-5;       // Angstrom
-constexpr double kFdAbsTol = 2e-7;     // 1/Angstrom
+constexpr double kFdStep = 1e-5;    // Angstrom
+constexpr double kFdAbsTol = 2e-7;  // 1/Angstrom
 
 constexpr int kLmax = kk::kMaxL;  // 8: covers the L = 6 the brief asks for
 
 // Edges: axes, near the poles, both sides of the chart switch |n_y| = 0.9, and random ones.
 std::vector<Vec3> test_edges() {
-  std::vector<Vec3> out = {{1, 0, 0}, {-1, 0, 0}, {0, 1, 0}, {0, -1, 0}, {0, 0, 1}, {0, 0, -1},
-                           {1e-7, 2e-7, 1.3}, {-3e-9, 1e-9, -0.9}, {2e-8, 1.5, -1e-8}, {1, 1, 1},
-                           {-2.1, 0.3, 1.7}};
+  std::vector<Vec3> out = {{1, 0, 0},          {-1, 0, 0}, {0, 1, 0},         {0, -1, 0},
+                           {0, 0, 1},          {0, 0, -1}, {1e-7, 2e-7, 1.3}, {-3e-9, 1e-9, -0.9},
+                           {2e-8, 1.5, -1e-8}, {1, 1, 1},  {-2.1, 0.3, 1.7}};
   for (double ny : {0.9 - 1e-3, 0.9 + 1e-3, -0.9 + 1e-3, -0.9 - 1e-3}) {
     const double t = std::sqrt(1 - ny * ny);
     out.push_back({2.0 * t * 0.6, 2.0 * ny, 2.0 * t * 0.8});
