@@ -12,8 +12,10 @@
 
 #include "edgeframe_exchange.h"
 #include "edgeframe_node_map.h"
+#include "evaluator.hpp"
 #include "step_times.hpp"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -110,11 +112,30 @@ class PairEdgeframe : public Pair {
   // (atom_of_node: host array, engine node -> LAMMPS local index; atom->tag read on the host).
   void report_non_finite(const edgeframe::NonFiniteError &e, const int *atom_of_node);
   void print_model_block();
+  void idle_exchange();
+
+  // ---- the step driver both styles share (pair_edgeframe_step.cpp) ----
+  using Positions = edgeframe::kk::Vec3View<const double, edgeframe::Exec>;    // [nodes, 3] Angstrom
+  using Species = edgeframe::kk::View1<const int, edgeframe::Exec>;    // [nodes]
+  // m_graph: the edges with r < r_cut among the candidate pairs at these positions; adds to the
+  // end-of-run graph line. style names the pair style in error messages.
+  void make_step_graph(const edgeframe::kk::PairList<edgeframe::Exec> &pairs, Positions positions, Species species,
+                       int n_local, const char *style);
+  // The engine call on m_graph: forces always, energies and virials as LAMMPS asks this step
+  // (ev_init first). results_to_host: fence before returning (the caller reads them on the
+  // host). A non-finite energy or force stops the run naming the atom (atom_of_node_on_host:
+  // engine node -> LAMMPS local index, asked for only then); logs a changed activations plan.
+  edgeframe::Result evaluate_step(Positions positions, edgeframe::NodeExchange *exchange, bool results_to_host,
+                                  const char *style, const std::function<const int *()> &atom_of_node_on_host);
+  // Energy and global virial into LAMMPS' tallies; per-atom ones onto atoms (accumulate_per_atom).
+  void add_energy_and_virials(const edgeframe::Result &result, const int *atom_of_node, int n_nodes, int n_local);
+
+ private:
+  // The plain style's graph upkeep and positions (host-data path, also /kk's).
   void rebuild_graph();
   void check_min_distance();
   void copy_positions();
-  void build_step_graph();
-  void idle_exchange();
+  void build_step_graph(Positions positions);
 };
 
 }    // namespace LAMMPS_NS

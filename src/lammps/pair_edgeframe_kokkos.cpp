@@ -30,15 +30,12 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <optional>
 
 using namespace LAMMPS_NS;
 using edgeframe_glue::call_engine;
 using edgeframe_glue::Scope;
 
 namespace {
-constexpr int kVoigt[6] = {0, 4, 8, 1, 2, 5};    // xx yy zz xy xz yz in a row-major 3x3
-
 // LAMMPS index of the atom that owns atom j: j itself when local, else through the atom map
 // (on one rank every ghost is a periodic image of a local atom). -1 when the map has none.
 template <class DeviceType>
@@ -333,48 +330,23 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
     pairs.j = d_pair_j;
     pairs.shift = d_shift;
     pairs.half = false;
-    auto positions = Kokkos::subview(d_positions, std::make_pair(0, m_n_nodes), Kokkos::ALL);
-    call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe/kk (graph)", [&] {
-      m_graph = std::make_unique<edgeframe::AtomGraph>(
-          edgeframe::make_graph(pairs, positions, d_species, m_n_nodes, m_potential->config.r_cut));
-    });
+    const Positions positions = Kokkos::subview(d_positions, std::make_pair(0, m_n_nodes), Kokkos::ALL);
+    make_step_graph(pairs, positions, d_species, m_n_nodes, "edgeframe/kk");
     check_min_distance_device();
     m_sum_ghosts += atom->nghost;    // the end-of-run graph line, as in the plain style
-    m_sum_nodes += m_n_nodes;
-    m_sum_edges += m_graph->edges.n_edges;
     double t1 = platform::walltime();
     m_time_graph += t1 - t0;
 
-    edgeframe::What what;
-    what.forces = true;
-    what.energies = eflag_atom;
-    what.virial = vflag_global;
-    what.atom_virial = vflag_atom || cvflag_atom;
-    what.times = m_timing_detail ? &m_times : nullptr;
-    edgeframe::Result result;
-    std::optional<edgeframe::NonFiniteError> non_finite;    // reported outside call_engine's catch
-    const std::string where = fmt::format("pair_style edgeframe/kk ({} nodes, {} edges on rank {}, step {})", m_n_nodes,
-                                          m_graph->edges.n_edges, comm->me, update->ntimestep);
-    call_engine(error, Scope::ONE, FLERR, where, [&] {
-      try {
-        result = m_evaluator->compute(*m_graph, positions, what);
-      } catch (const edgeframe::NonFiniteError &e) {
-        non_finite.emplace(e);
-      }
-    });
-    if (non_finite) {
+    // Forces stay on the device (scatter_forces_device): no fence here.
+    const edgeframe::Result result = evaluate_step(positions, nullptr, false, "edgeframe/kk", [&] {
       atomKK->sync(Host, TAG_MASK);
-      report_non_finite(*non_finite, h_atom_of_node.data());
-    }
-    log_activation_plan();
+      return h_atom_of_node.data();
+    });
     double t2 = platform::walltime();
     m_time_engine += t2 - t1;
 
     scatter_forces_device(result);
-    if (eflag_global) eng_vdwl += result.energy;
-    if (vflag_global)
-      for (int c = 0; c < 6; c++) virial[c] += result.virial[kVoigt[c]];
-    accumulate_per_atom(result, h_atom_of_node.data(), m_n_nodes, m_n_nodes);
+    add_energy_and_virials(result, h_atom_of_node.data(), m_n_nodes, m_n_nodes);
     m_time_copy += platform::walltime() - t2;
     note_first_call();
   }
