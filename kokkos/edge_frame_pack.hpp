@@ -418,11 +418,7 @@ void edge_frame_pack_backward_edge(const Exec& exec, const EdgeFramePack<Exec, R
                                    KernelForm form = native_form<Exec>()) {
   const PackBackwardEdge<Exec, Real> f{p.n,      p.g,         p.grad_u, p.band, p.recv,     p.send, p.grad_rot,
                                        p.grad_g, p.grad_band, p.lmax,   p.mmax, p.channels, n_edges};
-  if (form == KernelForm::device)
-    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge",
-                         edge_lanes_policy<Exec, TagDeviceForm>(exec, n_edges), f);
-  else
-    Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_edge", team_policy<Exec, TagHostForm>(exec, n_edges), f);
+  launch_edge_pass("edgeframe::edge_frame_pack_backward_edge", exec, f, n_edges, form);
 }
 
 // Whether the engine's backward-edge pass may write its outputs over its inputs, grad_rot into

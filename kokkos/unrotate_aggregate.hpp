@@ -231,11 +231,7 @@ void unrotate_aggregate_backward(const Exec& exec, const UnrotateAggregate<Exec,
                                  KernelForm form = native_form<Exec>()) {
   const UnrotateBackward<Exec, Real> f{p.w,        p.grad_agg, p.band, p.env,  p.recv,     p.grad_w, p.grad_band,
                                        p.grad_env, p.scale,    p.lmax, p.mmax, p.channels, n_edges};
-  if (form == KernelForm::device)
-    Kokkos::parallel_for("edgeframe::unrotate_aggregate_backward",
-                         edge_lanes_policy<Exec, TagDeviceForm>(exec, n_edges), f);
-  else
-    Kokkos::parallel_for("edgeframe::unrotate_aggregate_backward", team_policy<Exec, TagHostForm>(exec, n_edges), f);
+  launch_edge_pass("edgeframe::unrotate_aggregate_backward", exec, f, n_edges, form);
 }
 
 }  // namespace edgeframe::kk

@@ -18,6 +18,8 @@
 #include <Kokkos_Core.hpp>
 #include <type_traits>
 
+#include "kernel_common.hpp"  // KernelForm, team_policy
+
 namespace edgeframe::kk {
 
 inline constexpr int kWarpLanes = 32;  // a CUDA warp
@@ -108,6 +110,16 @@ template <class Exec, class Tag>
 Kokkos::TeamPolicy<Exec, Tag> edge_lanes_policy(const Exec& exec, int n_edges) {
   constexpr int per_team = EdgeLanes<Exec>::edges_per_team;
   return Kokkos::TeamPolicy<Exec, Tag>(exec, (n_edges + per_team - 1) / per_team, per_team, EdgeLanes<Exec>::count);
+}
+
+// Launches a per-edge pass (pack backward-edge, unrotate backward) in the given form: the device
+// form on edge_lanes_policy, the host form one team per edge.
+template <class Exec, class F>
+void launch_edge_pass(const char* label, const Exec& exec, const F& f, int n_edges, KernelForm form) {
+  if (form == KernelForm::device)
+    Kokkos::parallel_for(label, edge_lanes_policy<Exec, TagDeviceForm>(exec, n_edges), f);
+  else
+    Kokkos::parallel_for(label, team_policy<Exec, TagHostForm>(exec, n_edges), f);
 }
 
 // Partial sums a lane keeps in registers at most: the kernels take 2l+1 > 8 sums (l >= 4) in

@@ -263,15 +263,41 @@ template <class Exec>
 class PackUnrotateTest : public ::testing::Test {};
 TYPED_TEST_SUITE(PackUnrotateTest, test::ExecSpaces);
 
+// The forward outputs against the plain loops in double.
+void expect_forward_matches_plain_loops(const HostCase& h, const Outputs& out) {
+  const auto u = ref_pack(h, h.n, h.band, h.g);
+  const auto agg = ref_unrot(h, h.w, h.band, h.env, kScale);
+  const double su = max_abs(u), sa = max_abs(agg);
+  for (size_t i = 0; i < u.size(); ++i) ASSERT_NEAR(out.u[i], u[i], kLoopRelTol * su) << i;
+  for (size_t i = 0; i < agg.size(); ++i) ASSERT_NEAR(out.agg[i], agg[i], kLoopRelTol * sa) << i;
+}
+
+// Every gradient by its adjoint identity: each kernel is linear in each input separately, so
+// <grad_out, f(.., d_in, ..)> must equal <grad_in, d_in> for random directions d_in.
+void expect_adjoint_identities(const HostCase& h, const Outputs& out, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  const Shape& s = h.s;
+  auto check = [&](const std::vector<double>& lhs_out, const std::vector<double>& grad_out,
+                   const std::vector<double>& grad_in, const std::vector<double>& d_in, const char* what) {
+    double t1, t2;
+    const double a = dot(grad_out, lhs_out, &t1), b = dot(grad_in, d_in, &t2);
+    EXPECT_NEAR(a, b, kAdjointRelTol * std::max(t1, t2)) << what << " L=" << s.lmax << " mmax=" << s.mmax;
+  };
+  const auto dn = random_vec(h.n.size(), rng), dband = random_vec(h.band.size(), rng), dg = random_vec(h.g.size(), rng),
+             dw = random_vec(h.w.size(), rng), denv = random_vec(h.env.size(), rng);
+  check(ref_pack(h, dn, h.band, h.g), h.grad_u, out.grad_n, dn, "pack d/dn");
+  check(ref_pack(h, h.n, dband, h.g), h.grad_u, out.grad_band_p, dband, "pack d/dband");
+  check(ref_pack(h, h.n, h.band, dg), h.grad_u, out.grad_g, dg, "pack d/dg");
+  check(ref_unrot(h, dw, h.band, h.env, kScale), h.grad_agg, out.grad_w, dw, "unrotate d/dw");
+  check(ref_unrot(h, h.w, dband, h.env, kScale), h.grad_agg, out.grad_band_u, dband, "unrotate d/dband");
+  check(ref_unrot(h, h.w, h.band, denv, kScale), h.grad_agg, out.grad_env, denv, "unrotate d/denv");
+}
+
 TYPED_TEST(PackUnrotateTest, ForwardMatchesPlainLoops) {
   for (const Shape& s : kShapes) {
     const auto h = make_case(s, 17);
     const auto out = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale);
-    const auto u = ref_pack(h, h.n, h.band, h.g);
-    const auto agg = ref_unrot(h, h.w, h.band, h.env, kScale);
-    const double su = max_abs(u), sa = max_abs(agg);
-    for (size_t i = 0; i < u.size(); ++i) ASSERT_NEAR(out.u[i], u[i], kLoopRelTol * su) << i;
-    for (size_t i = 0; i < agg.size(); ++i) ASSERT_NEAR(out.agg[i], agg[i], kLoopRelTol * sa) << i;
+    expect_forward_matches_plain_loops(h, out);
     // the isolated atom (8) receives nothing
     for (int q = 0; q < h.D * s.channels; ++q) ASSERT_EQ(out.agg[size_t(8) * h.D * s.channels + q], 0.0);
   }
@@ -280,22 +306,7 @@ TYPED_TEST(PackUnrotateTest, ForwardMatchesPlainLoops) {
 TYPED_TEST(PackUnrotateTest, BackwardSatisfiesTheAdjointIdentities) {
   for (const Shape& s : kShapes) {
     const auto h = make_case(s, 23);
-    std::mt19937_64 rng(99);
-    const auto out = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale);
-    auto check = [&](const std::vector<double>& lhs_out, const std::vector<double>& grad_out,
-                     const std::vector<double>& grad_in, const std::vector<double>& d_in, const char* what) {
-      double t1, t2;
-      const double a = dot(grad_out, lhs_out, &t1), b = dot(grad_in, d_in, &t2);
-      EXPECT_NEAR(a, b, kAdjointRelTol * std::max(t1, t2)) << what << " L=" << s.lmax << " mmax=" << s.mmax;
-    };
-    const auto dn = random_vec(h.n.size(), rng), dband = random_vec(h.band.size(), rng),
-               dg = random_vec(h.g.size(), rng), dw = random_vec(h.w.size(), rng), denv = random_vec(h.env.size(), rng);
-    check(ref_pack(h, dn, h.band, h.g), h.grad_u, out.grad_n, dn, "pack d/dn");
-    check(ref_pack(h, h.n, dband, h.g), h.grad_u, out.grad_band_p, dband, "pack d/dband");
-    check(ref_pack(h, h.n, h.band, dg), h.grad_u, out.grad_g, dg, "pack d/dg");
-    check(ref_unrot(h, dw, h.band, h.env, kScale), h.grad_agg, out.grad_w, dw, "unrotate d/dw");
-    check(ref_unrot(h, h.w, dband, h.env, kScale), h.grad_agg, out.grad_band_u, dband, "unrotate d/dband");
-    check(ref_unrot(h, h.w, h.band, denv, kScale), h.grad_agg, out.grad_env, denv, "unrotate d/denv");
+    expect_adjoint_identities(h, run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale), 99);
   }
 }
 
@@ -365,26 +376,8 @@ TYPED_TEST(PackUnrotateTest, EachFormMatchesThePlainLoopsAndTheAdjointIdentities
   for (const Shape& s : kShapes) {
     const auto h = make_case(s, 59);
     const auto out = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, other);
-    const auto u = ref_pack(h, h.n, h.band, h.g);
-    const auto agg = ref_unrot(h, h.w, h.band, h.env, kScale);
-    const double su = max_abs(u), sa = max_abs(agg);
-    for (size_t i = 0; i < u.size(); ++i) ASSERT_NEAR(out.u[i], u[i], kLoopRelTol * su) << i;
-    for (size_t i = 0; i < agg.size(); ++i) ASSERT_NEAR(out.agg[i], agg[i], kLoopRelTol * sa) << i;
-    std::mt19937_64 rng(101);
-    auto check = [&](const std::vector<double>& lhs_out, const std::vector<double>& grad_out,
-                     const std::vector<double>& grad_in, const std::vector<double>& d_in, const char* what) {
-      double t1, t2;
-      const double a = dot(grad_out, lhs_out, &t1), b = dot(grad_in, d_in, &t2);
-      EXPECT_NEAR(a, b, kAdjointRelTol * std::max(t1, t2)) << what << " L=" << s.lmax << " mmax=" << s.mmax;
-    };
-    const auto dn = random_vec(h.n.size(), rng), dband = random_vec(h.band.size(), rng),
-               dg = random_vec(h.g.size(), rng), dw = random_vec(h.w.size(), rng), denv = random_vec(h.env.size(), rng);
-    check(ref_pack(h, dn, h.band, h.g), h.grad_u, out.grad_n, dn, "pack d/dn");
-    check(ref_pack(h, h.n, dband, h.g), h.grad_u, out.grad_band_p, dband, "pack d/dband");
-    check(ref_pack(h, h.n, h.band, dg), h.grad_u, out.grad_g, dg, "pack d/dg");
-    check(ref_unrot(h, dw, h.band, h.env, kScale), h.grad_agg, out.grad_w, dw, "unrotate d/dw");
-    check(ref_unrot(h, h.w, dband, h.env, kScale), h.grad_agg, out.grad_band_u, dband, "unrotate d/dband");
-    check(ref_unrot(h, h.w, h.band, denv, kScale), h.grad_agg, out.grad_env, denv, "unrotate d/denv");
+    expect_forward_matches_plain_loops(h, out);
+    expect_adjoint_identities(h, out, 101);
   }
 }
 
