@@ -111,9 +111,9 @@ def test_lammps_column_runs_and_times_force_calls(lammps, case):
 
 
 
-def test_engine_b_environment_reaches_the_engine(request, case):
-    """--bench-b-env runs the engine-b columns under another environment of the same build. With
-    the scratch-poisoning debug switch on (doc/engine.md "Debugging switches") every fresh
+def test_engine_column_with_scratch_poisoning_gives_the_reference_forces(request, case):
+    """An engine column in another environment (what --bench-b-env gives the engine-b columns):
+    with the scratch-poisoning debug switch on (doc/engine.md "Debugging switches") every fresh
     workspace slot starts as NaN: the forces must still be the reference's (no kernel reads
     scratch it did not write)."""
     bench = Path(request.config.getoption("--plugin")).resolve().parents[2] / "bench" / "edgeframe_bench"
