@@ -69,8 +69,8 @@ struct Result {
 
 struct EvaluatorOptions {
   Precision precision = Precision::fp64;
-  bool poison_scratch =
-      false;  // debug: fill freshly grown scratch with NaN (also EDGEFRAME_POISON_SCRATCH=1, debug_switches.hpp)
+  // debug: fill freshly grown scratch with NaN (also EDGEFRAME_POISON_SCRATCH=1, debug_switches.hpp)
+  bool poison_scratch = false;
   // What the backward pass gets from the forward (doc/engine.md "Activations and the memory
   // budget"). keep: every layer's per-edge activations (fastest). recompute: none; the edge part
   // of every layer (radial MLP, pack, SO(2) linears, gate, unrotate) runs again there

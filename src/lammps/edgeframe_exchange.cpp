@@ -313,20 +313,16 @@ FeatureExchange::FeatureExchange(Comm *comm, Pair *pair, MPI_Comm world, const E
   using Swaps = ExchangeSettings::Swaps;
   using Transport = ExchangeSettings::Transport;
   m_staged = !kEngineMemoryIsHost || settings.stage;
-  m_skip_self = settings.skip_self_swaps;
   // automatic: direct where it applies (staged path, self swaps skipped, brick; measured on two
   // H200s, bench/results/benchmarks-log.md: exchange 76.9 -> 25.6 ms per force call at 110 592
-  // atoms).
-  if (settings.swaps == Swaps::direct && !m_skip_self)
-    throw std::runtime_error("pair_style edgeframe: exchange_swaps direct needs the self swaps skipped "
-                             "(exchange_self_swaps skip)");
-  m_want_direct = settings.swaps == Swaps::direct || (settings.swaps == Swaps::automatic && m_skip_self);
+  // atoms). The direct swaps need the traces of skipped self swaps (the pair style's settings()
+  // refuses direct with exchange_self_swaps lammps).
+  m_want_direct = settings.swaps != Swaps::lammps && settings.skip_self_swaps;
   // automatic: CUDA IPC where the engine runs on CUDA (measured on two H200s: weak scaling 83 ->
   // 93 %, 110 592 atoms 1.71x -> 1.89x one GPU); cuda_ipc asks for it on any build (and the
   // pair style says why not where it cannot be).
   m_want_peer =
       settings.transport == Transport::cuda_ipc || (settings.transport == Transport::automatic && !kEngineMemoryIsHost);
-  m_peer_asked = settings.transport == Transport::cuda_ipc;
 }
 
 void FeatureExchange::set_comm(Comm *comm)
@@ -402,7 +398,7 @@ void FeatureExchange::bind(const NodeMap *nodes, int nlocal, int nall, int width
   m_recv_first.clear();
   m_recv_n.clear();
   const double t_trace = m_measure ? platform::walltime() : 0.0;
-  if (m_skip_self && !m_device_comm && m_words >= 3) trace_roots();
+  if (m_settings.skip_self_swaps && !m_device_comm && m_words >= 3) trace_roots();
   // Direct MPI where it applies; the conditions are the same on every rank (pair_style keywords, build,
   // comm_style), so all ranks take the same path.
   m_direct = direct_swaps_for(width, type);

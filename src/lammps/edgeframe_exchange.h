@@ -144,7 +144,7 @@ namespace edgeframe_glue {
     // was tried and not possible, why not; and whether it was asked for by name.
     bool made_peer_swaps() const { return m_direct && m_use_peer; }
     std::string peer_refusal() const;
-    bool peer_asked() const { return m_peer_asked; }
+    bool peer_asked() const { return m_settings.transport == ExchangeSettings::Transport::cuda_ipc; }
 
     // Where the exchange's time goes (pair_style ... timing detail), seconds summed over calls:
     // reordering node rows <-> the per-atom stage (device kernels, or host copies), copies
@@ -193,7 +193,6 @@ namespace edgeframe_glue {
     std::unique_ptr<Staged> m_dev;    // staged path
     // Self swaps (file comment). m_root[a]: the atom whose stage row stands for atom a (a itself
     // unless a is a ghost made by a swap to this rank). Per force call, from trace_roots().
-    bool m_skip_self = true;
     std::vector<int> m_root;
     std::vector<int> m_root_of_node;    // [n_nodes] m_root[atom_of_node[k]]: where node k's row is staged
     // Reverse gather: atom a's stage row = the sum of the gradient rows of nodes
@@ -229,7 +228,6 @@ namespace edgeframe_glue {
     bool m_direct = false;    // this force call: staged, brick, traced
     std::vector<Swap> m_swaps;
     bool m_want_peer = false;    // exchange_transport: try CUDA IPC
-    bool m_peer_asked = false;    // ... by name (cuda-ipc), not by default
     bool m_use_peer = false;    // ... and the last build_swaps() could (all ranks)
     std::unique_ptr<PeerOutbox> m_peer;
     // From the traces: per forward pack call its atoms and list pointer, per unpack call its

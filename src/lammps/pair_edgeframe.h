@@ -89,9 +89,9 @@ class PairEdgeframe : public Pair {
   void print_transport();    // rank 0, first force call of a run: CUDA IPC or why not
   // Timing detail of the run's first force call alone (setup: it carries the run's first graph
   // rebuild, node map and swap traces), so that finish() can give the loop's per-call split.
-  double m_first_call[7] = {};    // detail_times() after call 1; [6]: exchange's MPI part
+  double m_first_call[7] = {};    // detail_times() after the first force call; [6]: exchange's MPI part
   void detail_times(double out[7]) const;    // graph, geometry, kernels, dense, exchange, copy, MPI
-  void note_first_call();    // end of every force call; records only after call 1
+  void note_first_call();    // end of every force call; records only after the first
   void print_split_after_first_call();    // collective, from finish()
   // Per-call sums for the end-of-run graph line: LAMMPS ghosts, nodes, ghost nodes, edges.
   double m_sum_ghosts = 0.0, m_sum_nodes = 0.0, m_sum_ghost_nodes = 0.0, m_sum_edges = 0.0;
