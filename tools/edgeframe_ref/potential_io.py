@@ -149,17 +149,9 @@ def _check_config(meta, fail):
     return cfg
 
 
-def read_potential(path):
-    """Parse and validate a potential file.
-
-    Returns (cfg: ModelConfig, tensors: {name: torch tensor in storage dtype}, meta: dict).
-    Raises PotentialFormatError naming the file and the first defect found.
-    """
-    path = str(path)
-
-    def fail(msg):
-        raise PotentialFormatError(f"potential file {path}: {msg}")
-
+def read_container(path, fail):
+    """The safetensors container: (tensor header entries, edgeframe config dict, data bytes).
+    fail(msg) raises; every byte-level defect is named."""
     with open(path, "rb") as fh:
         blob = fh.read()
     if len(blob) < 8:
@@ -183,18 +175,20 @@ def read_potential(path):
         meta = json.loads(raw_meta[METADATA_KEY], object_pairs_hook=_no_duplicates)
     except (TypeError, ValueError) as err:
         fail(f"metadata '{METADATA_KEY}' is not JSON: {err}")
-    cfg = _check_config(meta, fail)
+    if not isinstance(meta, dict):
+        fail(f"config under metadata key '{METADATA_KEY}' is not a JSON object")
+    return header, meta, memoryview(blob)[8 + n_header:]
 
-    expected = parameter_shapes(cfg)
+
+def read_tensors(header, data, expected, dtype, fail):
+    """Check the header's tensor entries against `expected` {name: shape} and return them."""
     missing = [k for k in expected if k not in header]
     extra = sorted(set(header) - set(expected))
     if missing:
         fail(f"missing tensor(s): {', '.join(missing)}")
     if extra:
         fail(f"unexpected tensor(s): {', '.join(extra)}")
-
-    st_dtype, np_dtype, torch_dtype, itemsize = DTYPES[meta["dtype"]]
-    data = memoryview(blob)[8 + n_header:]
+    st_dtype, np_dtype, torch_dtype, itemsize = DTYPES[dtype]
     spans = []
     tensors = {}
     for name, shape in expected.items():
@@ -206,7 +200,7 @@ def read_potential(path):
             fail(f"tensor {name} has shape {got_shape} but the config implies {list(shape)}")
         if info["dtype"] != st_dtype:
             fail(f"tensor {name} has dtype {info['dtype']} but the config declares "
-                 f"{meta['dtype']} ({st_dtype})")
+                 f"{dtype} ({st_dtype})")
         offs = info["data_offsets"]
         if not (isinstance(offs, list) and len(offs) == 2 and all(_is_int(o) for o in offs)
                 and 0 <= offs[0] <= offs[1]):
@@ -233,6 +227,34 @@ def read_potential(path):
         pos = end
     if pos != len(data):
         fail(f"{len(data) - pos} trailing byte(s) after the last tensor")
+    return tensors
+
+
+def format_version(path):
+    """The file's format_version (1 or 2), for readers that take both."""
+    path = str(path)
+
+    def fail(msg):
+        raise PotentialFormatError(f"potential file {path}: {msg}")
+
+    _, meta, _ = read_container(path, fail)
+    return meta.get("format_version")
+
+
+def read_potential(path):
+    """Parse and validate a version-1 potential file.
+
+    Returns (cfg: ModelConfig, tensors: {name: torch tensor in storage dtype}, meta: dict).
+    Raises PotentialFormatError naming the file and the first defect found.
+    """
+    path = str(path)
+
+    def fail(msg):
+        raise PotentialFormatError(f"potential file {path}: {msg}")
+
+    header, meta, data = read_container(path, fail)
+    cfg = _check_config(meta, fail)
+    tensors = read_tensors(header, data, parameter_shapes(cfg), meta["dtype"], fail)
     return cfg, tensors, meta
 
 
