@@ -22,6 +22,7 @@
 #include "errors.hpp"
 #include "forces.hpp"
 #include "graph_chunk.hpp"
+#include "model_v2.hpp"
 #include "ops.hpp"
 #include "runtime.hpp"
 #include "step_graph.hpp"
@@ -464,13 +465,32 @@ struct Evaluator::Impl {
   }
 };
 
-Evaluator::Evaluator(const Potential& potential, EvaluatorOptions options)
-    : m_impl(std::make_unique<Impl>(potential, options)) {}
+Evaluator::Evaluator(const Potential& potential, EvaluatorOptions options) {
+  // Model v2 (format_version 2) runs on its own implementation (model_v2.hpp); v1 stays here
+  // until the shipped potentials are v2 (issue 25).
+  if (potential.format_version == kFormatVersionV2) {
+    options.poison_scratch = options.poison_scratch || debug_poison_scratch();
+    m_v2 = std::make_unique<impl::ModelV2>(potential, options);
+  } else {
+    m_impl = std::make_unique<Impl>(potential, options);
+  }
+}
 Evaluator::~Evaluator() = default;
-const ModelConfig& Evaluator::config() const { return m_impl->cfg; }
-Precision Evaluator::precision() const { return m_impl->precision; }
-std::size_t Evaluator::workspace_allocations() const { return m_impl->workspace.allocations(); }
-std::size_t Evaluator::workspace_bytes() const { return m_impl->workspace.bytes(); }
+const ModelConfig& Evaluator::config() const { return m_v2 ? m_v2->config() : m_impl->cfg; }
+Precision Evaluator::precision() const { return m_v2 ? m_v2->precision() : m_impl->precision; }
+std::size_t Evaluator::workspace_allocations() const {
+  return m_v2 ? m_v2->workspace().allocations() : m_impl->workspace.allocations();
+}
+std::size_t Evaluator::workspace_bytes() const { return m_v2 ? m_v2->workspace().bytes() : m_impl->workspace.bytes(); }
+int Evaluator::format_version() const { return m_v2 ? kFormatVersionV2 : kFormatVersion; }
+const ModelConfigV2& Evaluator::config_v2() const {
+  if (!m_v2) throw InputError("the potential is a v1 model: it has no v2 config");
+  return m_v2->config_v2();
+}
+std::string Evaluator::set_system(const SystemInputs& inputs) {
+  if (!m_v2) throw InputError("task, charge and spin are model v2 settings; this potential is a v1 model");
+  return m_v2->set_system(inputs);
+}
 std::size_t Evaluator::torch_device_peak_bytes() {
 #ifdef KOKKOS_ENABLE_CUDA
   return std::size_t(torch_pool_bytes(&TorchStats::allocated_bytes).peak);
@@ -478,13 +498,20 @@ std::size_t Evaluator::torch_device_peak_bytes() {
   return 0;
 #endif
 }
-long Evaluator::layers_recomputed() const { return m_impl->layers_recomputed; }
-const ActivationPlan& Evaluator::activation_plan() const { return m_impl->plan; }
-bool Evaluator::trims_first_and_last_layers() const { return m_impl->trim_degrees; }
-long Evaluator::edge_chunk_builds() const { return m_impl->chunk_cache.builds; }
+long Evaluator::layers_recomputed() const { return m_v2 ? 0 : m_impl->layers_recomputed; }
+const ActivationPlan& Evaluator::activation_plan() const {
+  static const ActivationPlan kNone;  // model v2 keeps every activation
+  return m_v2 ? kNone : m_impl->plan;
+}
+bool Evaluator::trims_first_and_last_layers() const { return m_v2 ? false : m_impl->trim_degrees; }
+long Evaluator::edge_chunk_builds() const { return m_v2 ? 0 : m_impl->chunk_cache.builds; }
 #ifdef KOKKOS_ENABLE_CUDA
-long Evaluator::cuda_graph_captures() const { return m_impl->step_graph ? m_impl->step_graph->captures() : 0; }
-long Evaluator::cuda_graph_replays() const { return m_impl->step_graph ? m_impl->step_graph->replays() : 0; }
+long Evaluator::cuda_graph_captures() const {
+  return m_impl && m_impl->step_graph ? m_impl->step_graph->captures() : 0;
+}
+long Evaluator::cuda_graph_replays() const {
+  return m_impl && m_impl->step_graph ? m_impl->step_graph->replays() : 0;
+}
 #else
 long Evaluator::cuda_graph_captures() const { return 0; }
 long Evaluator::cuda_graph_replays() const { return 0; }
@@ -524,6 +551,11 @@ namespace {
 }  // namespace
 
 Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what) {
+  if (m_v2) {
+    Result res = m_v2->compute(graph, positions, what);
+    if (what.times) ++what.times->calls;
+    return res;
+  }
   impl::StepContext step;
   step.times = what.times;
   Result res;
@@ -731,14 +763,16 @@ Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
   return DeviceStep{res, sums, grad, graph.n_local};
 }
 
-Result Evaluator::Impl::finish(const DeviceStep& d) {
-  Result res = d.res;
-  auto host_sums = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), d.sums);  // host boundary: fences
+Result Evaluator::Impl::finish(const DeviceStep& d) { return impl::finish_step(d.res, d.sums, d.n_local, d.grad); }
+
+Result impl::finish_step(const Result& step_result, const kk::View1<double, Exec>& sums, int n_local, bool grad) {
+  Result res = step_result;
+  auto host_sums = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sums);  // host boundary: fences
   res.energy = host_sums(9);
   for (int q = 0; q < 9; ++q) res.virial[q] = host_sums(q);
   bool finite = std::isfinite(res.energy);
   for (int q = 0; q < 9; ++q) finite = finite && std::isfinite(res.virial[q]);  // NaN/Inf in any dE/dr_e lands here
-  if (!finite) throw_non_finite(res, d.n_local, d.grad);
+  if (!finite) throw_non_finite(res, n_local, grad);
   return res;
 }
 

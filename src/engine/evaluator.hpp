@@ -15,6 +15,7 @@
 #include <array>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "exchange.hpp"
 #include "graph.hpp"
@@ -24,6 +25,10 @@
 #include "potential.hpp"
 
 namespace edgeframe {
+
+namespace impl {
+class ModelV2;  // model_v2.hpp
+}
 
 using Exec = Kokkos::DefaultExecutionSpace;
 
@@ -47,6 +52,22 @@ struct AtomGraph {
 AtomGraph make_graph(const kk::PairList<Exec>& pairs, kk::Vec3View<const double, Exec> positions,
                      kk::View1<const int, Exec> species, int n_local, double cutoff);
 
+// Sums over every rank of a run (MPI allreduce in the pair styles; none: this process holds the
+// whole system). Model v2's charge balancing needs one per layer, forward and backward.
+struct GlobalReduce {
+  virtual ~GlobalReduce() = default;
+  virtual void sum(double* values, int count) = 0;  // in place, host memory
+};
+
+// Model v2's system inputs (pair_style keywords task, charge, spin) and the composition of the
+// whole system: atoms per atomic number Z (index Z), summed over all ranks.
+struct SystemInputs {
+  std::string task;             // empty: the model's default task
+  bool charge_set = false, spin_set = false;
+  int charge = 0, spin = 0;     // unset: the task's defaults (fairchem's)
+  std::vector<double> atoms_per_z;
+};
+
 struct What {
   bool forces = true;                  // and with them dE/dr_e
   bool energies = false;               // per-atom energies
@@ -54,6 +75,7 @@ struct What {
   bool atom_virial = false;            // per-atom 3x3
   kk::View1<const double, Exec> roll;  // tests only: [E] extra roll of each edge frame (radians)
   NodeExchange* exchange = nullptr;    // per-layer ghost exchange (exchange.hpp), or none
+  GlobalReduce* reduce = nullptr;      // model v2 on several ranks: sums over all of them
   StepTimes* times = nullptr;          // fenced time split (StepTimes), or none
 };
 
@@ -132,9 +154,18 @@ class Evaluator {
   // EvaluatorOptions::trim_first_and_last_layers as constructed.
   bool trims_first_and_last_layers() const;
 
+  // Model v2 (format_version 2): the potential's version, its config, and the system inputs,
+  // which must be set before the first compute() and again whenever they change (the
+  // composition selects UMA's experts). set_system returns a line for the log; v1 models
+  // take no system inputs (InputError).
+  int format_version() const;
+  const ModelConfigV2& config_v2() const;  // throws InputError for v1
+  std::string set_system(const SystemInputs& inputs);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> m_impl;
+  std::unique_ptr<impl::ModelV2> m_v2;
 };
 
 }  // namespace edgeframe

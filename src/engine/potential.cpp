@@ -15,15 +15,14 @@
 #include <tuple>
 
 #include "errors.hpp"
+#include "potential_json.hpp"
 
 namespace edgeframe {
 
-namespace {
-
-using json = nlohmann::json;
+namespace impl {
 static_assert(std::endian::native == std::endian::little, "the reader copies little-endian tensor bytes as they are");
 
-constexpr std::array<const char*, 118> kElements = {
+const std::array<const char*, 118> kElements = {
     "H",  "He", "Li", "Be", "B",  "C",  "N",  "O",  "F",  "Ne", "Na", "Mg", "Al", "Si", "P",  "S",  "Cl",
     "Ar", "K",  "Ca", "Sc", "Ti", "V",  "Cr", "Mn", "Fe", "Co", "Ni", "Cu", "Zn", "Ga", "Ge", "As", "Se",
     "Br", "Kr", "Rb", "Sr", "Y",  "Zr", "Nb", "Mo", "Tc", "Ru", "Rh", "Pd", "Ag", "Cd", "In", "Sn", "Sb",
@@ -32,12 +31,23 @@ constexpr std::array<const char*, 118> kElements = {
     "Rn", "Fr", "Ra", "Ac", "Th", "Pa", "U",  "Np", "Pu", "Am", "Cm", "Bk", "Cf", "Es", "Fm", "Md", "No",
     "Lr", "Rf", "Db", "Sg", "Bh", "Hs", "Mt", "Ds", "Rg", "Cn", "Nh", "Fl", "Mc", "Lv", "Ts", "Og"};
 
+}  // namespace impl
+
+namespace {
+
+using namespace impl;
+using json = nlohmann::json;
+
 const std::vector<std::string> kTopKeys = {"format", "format_version",    "units",     "species", "e0", "model",
                                            "dtype",  "trained_precision", "provenance"};
 const std::vector<std::string> kModelKeys = {
     "r_cut", "lmax",       "mmax",     "channels",      "hidden_channels", "ffn_channels",  "layers",
     "n_rbf", "envelope_p", "edge_emb", "radial_hidden", "readout_hidden",  "avg_neighbors", "norm_eps"};
 const std::vector<std::string> kProvenanceKeys = {"data", "date", "code_version"};
+
+}  // namespace
+
+namespace impl {
 
 [[noreturn]] void fail(const std::string& path, const std::string& msg) {
   throw FormatError("potential file " + path + ": " + msg);
@@ -156,15 +166,24 @@ void check_positive_number(const json& model, const std::string& key, double& ou
   out = v.get<double>();
 }
 
+}  // namespace impl
+
+namespace {
+
 ModelConfig check_config(const json& meta, Potential& pot, const std::string& path) {
   if (!meta.is_object()) fail(path, "config under metadata key 'edgeframe' is not a JSON object");
   const auto get = [&](const char* k) { return meta.contains(k) ? meta.at(k) : json(); };
   if (get("format") != json(kFormatName))
     fail(path, "config 'format' is " + show(get("format")) + ", expected '" + kFormatName + "'");
   const json version = get("format_version");
-  if (!is_int(version) || version.get<std::int64_t>() != kFormatVersion)
-    fail(path,
-         "unknown format version " + show(version) + " (this reader knows: " + std::to_string(kFormatVersion) + ")");
+  if (!is_int(version) ||
+      (version.get<std::int64_t>() != kFormatVersion && version.get<std::int64_t>() != kFormatVersionV2))
+    fail(path, "unknown format version " + show(version) + " (this reader knows: " + std::to_string(kFormatVersion) +
+                   ", " + std::to_string(kFormatVersionV2) + ")");
+  if (version.get<std::int64_t>() == kFormatVersionV2) {
+    pot.format_version = kFormatVersionV2;
+    return check_config_v2(meta, pot, path);
+  }
   std::vector<std::string> missing, extra;
   for (const auto& k : kTopKeys)
     if (!meta.contains(k)) missing.push_back(k);
@@ -333,7 +352,7 @@ Potential parse_potential(const std::uint8_t* bytes, std::size_t size, const std
   Potential pot;
   pot.path = path;
   pot.config = check_config(meta, pot, path);
-  const auto expected = parameter_shapes(pot.config);
+  const auto expected = pot.format_version == kFormatVersionV2 ? parameter_shapes_v2(pot.v2) : parameter_shapes(pot.config);
   std::vector<std::string> missing, extra;
   for (const auto& [name, shape] : expected)
     if (!header.contains(name)) missing.push_back(name);

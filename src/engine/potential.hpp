@@ -28,6 +28,31 @@ struct ModelConfig {
   int radial_out() const;
 };
 
+// Model v2 (doc/model.md "Model v2": fairchem's eSCN-MD backbone and energy head). One task per
+// fairchem dataset (omat, omol, ...): its head, its energy normaliser and element references.
+struct TaskV2 {
+  std::string name, head, dataset_embedding;
+  double rmsd = 1, mean = 0;
+  std::vector<double> element_references;  // eV per atomic number, [max_num_elements]; empty: none
+  int default_charge = 0, default_spin = 0;
+};
+
+struct ModelConfigV2 {
+  double r_cut = 0, gaussian_width = 2, norm_eps = 1e-5, edge_degree_rescale = 5;
+  int lmax = 0, mmax = 0, channels = 0, hidden_channels = 0, edge_channels = 0, layers = 0;
+  int num_gaussians = 0, envelope_p = 5, max_num_elements = 100, experts = 0;
+  std::string charge_spin_embedding;  // rand_emb, pos_emb or lin_emb
+  bool dataset_embedding = false, composition_embedding = false, composition_mean_include_self = false;
+  std::vector<std::string> datasets, heads;
+  std::vector<TaskV2> tasks;
+  std::string default_task;
+  int charge_balanced[2] = {0, 0}, spin_balanced[2] = {0, 0};  // channel ranges [a, b) of l = 0
+
+  const TaskV2* task(const std::string& name) const;  // nullptr if the model has no such task
+  std::string task_names() const;                     // "oc20, omat, omol"
+  int radial_out() const;                             // SO(2) linear 1's radial multipliers
+};
+
 struct TensorData {
   std::vector<std::int64_t> shape;
   std::vector<double> values;  // row-major, widened to double from the stored dtype
@@ -35,7 +60,11 @@ struct TensorData {
 
 struct Potential {
   std::string path;
+  int format_version = 1;
+  // Shared by both versions: species (v2: element symbols of Z = 1 .. max_num_elements - 1, so
+  // species index = Z - 1), r_cut, lmax, mmax, channels, hidden_channels and layers.
   ModelConfig config;
+  ModelConfigV2 v2;  // format_version 2 only
   std::string dtype;                                        // storage dtype: "float64" or "float32"
   std::string trained_precision;                            // as written by the trainer
   std::map<std::string, std::string> provenance;            // data, date, code_version
@@ -54,10 +83,14 @@ inline constexpr int kMaxWidth = 1 << 16;  // channels, hidden sizes, n_rbf, lay
 
 inline constexpr const char* kFormatName = "edgeframe-potential";
 inline constexpr int kFormatVersion = 1;
+inline constexpr int kFormatVersionV2 = 2;
 inline constexpr std::uint64_t kMaxHeaderBytes = 100000000;  // the safetensors package's limit
 
 // Name -> shape of every tensor of the model, in file order (tools/edgeframe_ref/config.py).
 std::vector<std::pair<std::string, std::vector<std::int64_t>>> parameter_shapes(const ModelConfig& cfg);
+
+// The same for model v2 (tools/edgeframe_ref/config_v2.py parameter_shapes_v2).
+std::vector<std::pair<std::string, std::vector<std::int64_t>>> parameter_shapes_v2(const ModelConfigV2& cfg);
 
 // Reads and validates a potential file. Throws FormatError ("potential file <path>: <defect>")
 // or InputError if the file cannot be opened.

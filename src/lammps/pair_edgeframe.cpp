@@ -150,14 +150,14 @@ void PairEdgeframe::init_style()
   if (m_exchange) m_feature_exchange->set_comm(comm);
   if (m_exchange) m_feature_exchange->use_device_comm(m_exchange_device_comm);
   if (m_exchange) m_feature_exchange->measure_split(m_timing_detail);
-  const double shell = cfg.layers * cfg.r_cut + neighbor->skin;
+  const double shell = receptive_layers() * cfg.r_cut + neighbor->skin;
   if (shell_mode && comm->cutghostuser < shell) {
     if (!m_cutghost_raised) m_cutghost_before = comm->cutghostuser;
     m_cutghost_raised = true;
     comm->cutghostuser = shell;
     if (comm->me == 0)
-      utils::logmesg(lmp, "edgeframe: ghost cutoff set to {:.4g} A = {} layers x {:.4g} A + skin {:.4g} A\n", shell,
-                     cfg.layers, cfg.r_cut, neighbor->skin);
+      utils::logmesg(lmp, "edgeframe: ghost cutoff set to {:.4g} A = {} hops x {:.4g} A + skin {:.4g} A\n", shell,
+                     receptive_layers(), cfg.r_cut, neighbor->skin);
   }
   if (!shell_mode && m_cutghost_raised) {    // an earlier run in shell mode raised it
     comm->cutghostuser = m_cutghost_before;
@@ -169,9 +169,10 @@ void PairEdgeframe::init_style()
   if (m_exchange && comm->me == 0)
     utils::logmesg(lmp,
                    "edgeframe: ghost mode exchange: ghost cutoff r_cut + skin = {:.4g} A; {} features per atom "
-                   "({} doubles in LAMMPS' buffers) forward-communicated before layers 2..{} and "
+                   "({} doubles in LAMMPS' buffers) forward-communicated before layers {}..{} and "
                    "reverse-communicated in the backward pass{}\n",
-                   cfg.r_cut + neighbor->skin, m_exchange_width, comm_forward, cfg.layers,
+                   cfg.r_cut + neighbor->skin, m_exchange_width, comm_forward, cfg.layers - exchanged_layers() + 1,
+                   cfg.layers,
                    m_feature_exchange->device_comm()
                        ? " (LAMMPS-KOKKOS device communication: packed on the device, device buffers to MPI)"
                        : (m_feature_exchange->staged()
@@ -199,7 +200,7 @@ void PairEdgeframe::rebuild_graph()
   } else if (m_exchange) {
     m_nodes.build_exchange(atom->type, nlocal, nall, m_type_species, list);
   } else {
-    m_nodes.build(atom->type, nlocal, nall, m_type_species, list, m_potential->config.layers);
+    m_nodes.build(atom->type, nlocal, nall, m_type_species, list, receptive_layers());
   }
   const int n = m_nodes.n_nodes();
   const int p = (int) m_nodes.pair_i.size();
@@ -316,6 +317,7 @@ void PairEdgeframe::compute(int eflag, int vflag)
   // A rank that owns no mapped atom has no energy and so exerts no force: nothing to compute
   // (ranks of an open box beyond the atoms, or every owned type NULL under hybrid). In
   // exchange mode it still takes part in every communication: its ghosts may be relays.
+  update_system(atom->type, atom->nlocal);    // collective (model v2)
   if (m_nodes.n_local == 0) {
     if (m_exchange) idle_exchange();
     note_first_call();

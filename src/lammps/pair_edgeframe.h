@@ -56,6 +56,15 @@ class PairEdgeframe : public Pair {
   std::string m_plan_logged;    // the activations plan last written to the log (rank 0)
   long m_recomputed_at_init = 0;    // the evaluator's layers_recomputed() when this run started
   double m_min_distance = 0.3;    // Angstrom, keyword min_distance (see doc/pair_style.md)
+  // Model v2's system inputs (keywords task, charge, spin; doc/pair_style.md "Model v2").
+  std::string m_task;    // empty: the model's default task
+  int m_charge = 0, m_spin = 0;
+  bool m_charge_set = false, m_spin_set = false;
+  std::vector<double> m_system_atoms_per_z;    // the composition the engine's experts were merged for
+  struct MpiReduce : edgeframe::GlobalReduce {
+    MPI_Comm world;
+    void sum(double *values, int count) override;
+  } m_reduce;
   bool m_fold_images = true;    // keyword fold_images: fold periodic images on one rank
   bool m_folded = false;    // this run folds images (one rank and fold_images yes)
   bool m_ghost_exchange = true;    // keyword ghost_mode: exchange (true) | shell (false)
@@ -113,6 +122,15 @@ class PairEdgeframe : public Pair {
   void report_non_finite(const edgeframe::NonFiniteError &e, const int *atom_of_node);
   void print_model_block();
   void idle_exchange();
+  // Model v2: T layers read exchanged ghost features (v1: T - 1, its first layer reads only the
+  // species), and a ghost shell must reach T + 1 cutoffs (the edge-degree embedding is one
+  // more hop); v1: T.
+  bool is_v2() const;
+  int exchanged_layers() const;
+  int receptive_layers() const;
+  // Model v2: the composition of the whole system (owned atoms of every rank: collective) and
+  // the keywords to the engine whenever they changed since the last call, with a log line.
+  void update_system(const int *type, int nlocal);
 
   // ---- the step driver both styles share (pair_edgeframe_step.cpp) ----
   using Positions = edgeframe::kk::Vec3View<const double, edgeframe::Exec>;    // [nodes, 3] Angstrom

@@ -319,6 +319,10 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
     atomKK->sync(execution_space, X_MASK | F_MASK | TYPE_MASK | TAG_MASK);
 
     double t0 = platform::walltime();
+    if (is_v2()) {    // the composition is read on the host (atom types change rarely)
+      atomKK->sync(Host, TYPE_MASK);
+      update_system(atom->type, atom->nlocal);
+    }
     if (m_need_node_map || neighbor->ago == 0) rebuild_device_graph();
     if (m_n_nodes == 0) {
       note_first_call();

@@ -65,12 +65,21 @@ void PairEdgeframe::settings(int narg, char **arg)
       m_min_distance = utils::numeric(FLERR, value, false, lmp);
       if (!(m_min_distance >= 0.0))
         error->all(FLERR, "pair_style edgeframe: min_distance must be >= 0 (got {})", value);
+    } else if (key == "task") {
+      m_task = value;
+    } else if (key == "charge") {
+      m_charge = utils::inumeric(FLERR, value, false, lmp);
+      m_charge_set = true;
+    } else if (key == "spin") {
+      m_spin = utils::inumeric(FLERR, value, false, lmp);
+      m_spin_set = true;
     } else if (key.rfind("exchange_", 0) == 0 || key == "device_comm") {
       exchange_keyword(key, value);
     } else {
       error->all(FLERR,
                  "pair_style edgeframe: unknown keyword '{}' (valid: precision, activations, edge_chunk, "
-                 "memory_budget, min_distance, fold_images, ghost_mode, timing, exchange_stage, exchange_self_swaps, "
+                 "memory_budget, min_distance, fold_images, ghost_mode, timing, task, charge, spin, exchange_stage, "
+                 "exchange_self_swaps, "
                  "exchange_swaps, exchange_transport, exchange_threads, exchange_parallel_bytes, device_comm)",
                  key);
     }
@@ -82,6 +91,7 @@ void PairEdgeframe::settings(int narg, char **arg)
   m_evaluator.reset();    // a re-issued pair_style (new precision, activations) needs a new evaluator
   m_feature_exchange.reset();    // ... and new exchange settings a new exchange (made and bound at the next run)
   m_model_block_printed = false;    // ... and the model block says what it runs with
+  m_system_atoms_per_z.clear();    // ... and model v2 its system inputs again
   // The plain style runs the engine on Kokkos' default execution space even when LAMMPS was
   // started without "-k on"; then nobody else initialises Kokkos.
   call_engine(error, Scope::ALL, FLERR, "pair_style edgeframe", [] {
@@ -164,5 +174,6 @@ void PairEdgeframe::coeff(int narg, char **arg)
   m_potential = std::move(potential);
   m_evaluator.reset();    // a new potential needs a new evaluator (made in init_style)
   m_model_block_printed = false;
+  m_system_atoms_per_z.clear();
   m_graph.reset();
 }

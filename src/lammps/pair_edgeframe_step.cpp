@@ -67,9 +67,63 @@ void PairEdgeframe::log_activation_plan()
                  plan.fits ? "" : ", over the budget even so: the step may run out of memory");
 }
 
+void PairEdgeframe::MpiReduce::sum(double *values, int count)
+{
+  MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_SUM, world);
+}
+
+bool PairEdgeframe::is_v2() const
+{
+  return m_potential && m_potential->format_version == edgeframe::kFormatVersionV2;
+}
+
+int PairEdgeframe::exchanged_layers() const
+{
+  return m_potential->config.layers - (is_v2() ? 0 : 1);
+}
+
+int PairEdgeframe::receptive_layers() const
+{
+  return m_potential->config.layers + (is_v2() ? 1 : 0);
+}
+
+void PairEdgeframe::update_system(const int *type, int nlocal)
+{
+  if (!is_v2()) return;
+  // Atoms per atomic number over all ranks (species index = Z - 1 for model v2).
+  std::vector<double> counts(m_potential->v2.max_num_elements, 0.0);
+  for (int i = 0; i < nlocal; i++) {
+    const int s = m_type_species[type[i]];
+    if (s >= 0) counts[s + 1] += 1.0;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, counts.data(), (int) counts.size(), MPI_DOUBLE, MPI_SUM, world);
+  if (counts == m_system_atoms_per_z) return;
+  const bool changed = !m_system_atoms_per_z.empty();
+  edgeframe::SystemInputs in;
+  in.task = m_task;
+  in.charge = m_charge;
+  in.spin = m_spin;
+  in.charge_set = m_charge_set;
+  in.spin_set = m_spin_set;
+  in.atoms_per_z = counts;
+  std::string line;
+  call_engine(error, Scope::ALL, FLERR, "pair_style edgeframe", [&] { line = m_evaluator->set_system(in); });
+  m_system_atoms_per_z = counts;
+  if (comm->me == 0)
+    utils::logmesg(lmp, "{}{}\n", changed ? "edgeframe: the composition changed; " : "", line);
+}
+
 void PairEdgeframe::init_engine(bool need_newton)
 {
   check_run_preconditions(need_newton);
+  if (!is_v2() && (!m_task.empty() || m_charge_set || m_spin_set))
+    error->all(FLERR,
+               "pair_style edgeframe: task, charge and spin are model v2 settings; potential {} is a v1 model "
+               "(format_version 1)",
+               m_potential_file);
+  if (is_v2() && !m_task.empty() && !m_potential->v2.task(m_task))
+    error->all(FLERR, "pair_style edgeframe: task '{}' is not one of the tasks of potential {}: {}", m_task,
+               m_potential_file, m_potential->v2.task_names());
   if (m_edge_chunk > 0 && m_activations != "recompute")
     error->all(FLERR,
                "pair_style edgeframe: edge_chunk {} needs 'activations recompute' (kept activations are never "
@@ -95,6 +149,7 @@ void PairEdgeframe::init_engine(bool need_newton)
       options.memory_budget = m_memory_budget_gb * 1e9;
       m_evaluator = std::make_unique<edgeframe::Evaluator>(*m_potential, options);
     });
+    m_system_atoms_per_z.clear();    // a new evaluator has no system inputs yet
   }
   m_recomputed_at_init = m_evaluator->layers_recomputed();    // the end-of-run line counts this run's
   m_graph.reset();
@@ -116,6 +171,24 @@ void PairEdgeframe::print_model_block()
   std::string elements;
   for (const auto &s : cfg.species) elements += (elements.empty() ? "" : " ") + s;
   const auto info = edgeframe::build_info();
+  if (is_v2()) {
+    const auto &v2 = m_potential->v2;
+    std::string mapped;
+    for (std::size_t t = 1; t < m_type_element.size(); t++) mapped += (t > 1 ? " " : "") + m_type_element[t];
+    utils::logmesg(lmp,
+                   "edgeframe {}: potential {} (model v2: fairchem eSCN-MD, {})\n"
+                   "  elements Z 1..{} (types map to: {}) | r_cut {:.4g} A | lmax {} mmax {} | channels {} (hidden {}, "
+                   "edge {}) | layers {} | experts {} | tasks {}\n"
+                   "  parameters {} (stored {}) | precision {} | execution space {} | Kokkos {} | LibTorch {}\n",
+                   info.edgeframe_version, m_potential_file,
+                   m_potential->provenance.count("model_id") && !m_potential->provenance.at("model_id").empty()
+                       ? m_potential->provenance.at("model_id")
+                       : "converted",
+                   v2.max_num_elements - 1, mapped, v2.r_cut, v2.lmax, v2.mmax, v2.channels, v2.hidden_channels,
+                   v2.edge_channels, v2.layers, v2.experts, v2.task_names(), n_params, m_potential->dtype,
+                   m_precision, info.execution_space, info.kokkos_version, info.torch_version);
+    return;
+  }
   utils::logmesg(lmp,
                  "edgeframe {}: potential {}\n"
                  "  elements {} | r_cut {:.4g} A | lmax {} mmax {} | channels {} (hidden {}, ffn {}) | layers {}\n"
@@ -173,10 +246,30 @@ void PairEdgeframe::idle_exchange()
   // The same sequence as the engine makes on ranks with atoms (exchange.hpp): T-1 forward
   // exchanges, then T-1 reverse ones, with no rows of this rank's own.
   const double t0 = platform::walltime();
-  const int exchanges = m_potential->config.layers - 1;
+  const int exchanges = exchanged_layers();
+  // Model v2 balances charge after every layer with a sum over all ranks, forward and backward
+  // (fairchem balance_channels): this rank adds zeros, in the order the engine makes the calls.
+  const auto &v2 = m_potential->v2;
+  std::vector<int> balanced;
+  if (is_v2() && comm->nprocs > 1) {
+    if (v2.charge_balanced[1] > v2.charge_balanced[0]) balanced.push_back(v2.charge_balanced[1] - v2.charge_balanced[0]);
+    if (v2.spin_balanced[1] > v2.spin_balanced[0]) balanced.push_back(v2.spin_balanced[1] - v2.spin_balanced[0]);
+  }
   call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe (exchange)", [&] {
-    for (int k = 0; k < exchanges; k++) m_feature_exchange->forward(edgeframe::NodeRows());
-    for (int k = 0; k < exchanges; k++) m_feature_exchange->reverse(edgeframe::NodeRows());
+    for (int k = 0; k < exchanges; k++) {
+      m_feature_exchange->forward(edgeframe::NodeRows());
+      for (int width : balanced) {
+        std::vector<double> zeros(width, 0.0);
+        m_reduce.sum(zeros.data(), width);
+      }
+    }
+    for (int k = 0; k < exchanges; k++) {
+      for (auto it = balanced.rbegin(); it != balanced.rend(); ++it) {
+        std::vector<double> zeros(*it, 0.0);
+        m_reduce.sum(zeros.data(), *it);
+      }
+      m_feature_exchange->reverse(edgeframe::NodeRows());
+    }
   });
   const double dt = platform::walltime() - t0;
   m_time_engine += dt;
@@ -360,6 +453,8 @@ edgeframe::Result PairEdgeframe::evaluate_step(Positions positions, edgeframe::N
   what.atom_virial = vflag_atom || cvflag_atom;
   what.exchange = exchange;
   what.times = m_timing_detail ? &m_times : nullptr;
+  m_reduce.world = world;
+  what.reduce = is_v2() && comm->nprocs > 1 ? &m_reduce : nullptr;
   edgeframe::Result result;
   std::optional<edgeframe::NonFiniteError> non_finite;    // reported below, outside call_engine's catch
   // The size in the prefix: an allocation failure then says how much this rank asked for.

@@ -289,7 +289,7 @@ TEST(Potential, RejectsHeadersThatAreNotTheFormat) {
 TEST(Potential, RejectsBadConfigs) {
   expect_meta_rejected([](json& m) { m["format"] = "safetensors"; },
                        "config 'format' is 'safetensors', expected 'edgeframe-potential'");
-  expect_meta_rejected([](json& m) { m["format_version"] = 2; }, "unknown format version 2 (this reader knows: 1)");
+  expect_meta_rejected([](json& m) { m["format_version"] = 3; }, "unknown format version 3 (this reader knows: 1, 2)");
   expect_meta_rejected([](json& m) { m["format_version"] = "1"; }, "unknown format version '1'");
   expect_meta_rejected([](json& m) { m["format_version"] = 1.0; }, "unknown format version 1.0");
   expect_meta_rejected([](json& m) { m["format_version"] = true; }, "unknown format version True");

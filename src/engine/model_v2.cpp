@@ -1,0 +1,463 @@
+// Model v2 on the engine's kernels (model_v2.hpp). The order of operations follows
+// tools/edgeframe_ref/model_v2.py line by line; doc/model.md "Model v2" maps each step to its
+// fairchem module.
+#include "model_v2.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "band_layout.hpp"
+#include "bridge.hpp"
+#include "errors.hpp"
+#include "forces.hpp"
+#include "runtime.hpp"
+
+namespace edgeframe::impl {
+
+using torch::Tensor;
+namespace F = torch::nn::functional;
+
+namespace {
+
+// cuBLAS TF32 for one compute() call (tf32 mode), restored afterwards (process-wide switch).
+class Tf32Scope {
+ public:
+  explicit Tf32Scope(bool on) : m_prev(at::globalContext().allowTF32CuBLAS()) {
+    at::globalContext().setAllowTF32CuBLAS(on);
+  }
+  ~Tf32Scope() { at::globalContext().setAllowTF32CuBLAS(m_prev); }
+  Tf32Scope(const Tf32Scope&) = delete;
+  Tf32Scope& operator=(const Tf32Scope&) = delete;
+
+ private:
+  bool m_prev;
+};
+
+// The reduce of one step and how often its backward ran (every rank must make the same calls).
+struct ReduceCalls {
+  GlobalReduce* reduce = nullptr;
+  int backward = 0;
+};
+
+void reduce_in_place(GlobalReduce* reduce, Tensor& t) {  // t: contiguous, any device and dtype
+  Tensor h = t.to(torch::kCPU, torch::kFloat64).contiguous();
+  reduce->sum(h.data_ptr<double>(), static_cast<int>(h.numel()));
+  t = h.to(t.device(), t.scalar_type());
+}
+
+// Sum over the owned rows on every rank: forward allreduces sum_i x_i; backward allreduces the
+// incoming gradient (each rank used its own copy of the sum) and hands it to every owned row.
+class GlobalRowSum : public torch::autograd::Function<GlobalRowSum> {
+ public:
+  static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& x, std::int64_t calls_address) {
+    ctx->saved_data["calls"] = calls_address;
+    ctx->saved_data["rows"] = x.size(0);
+    Tensor s = x.sum(0).contiguous();
+    reduce_in_place(reinterpret_cast<ReduceCalls*>(calls_address)->reduce, s);
+    return s;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto* calls = reinterpret_cast<ReduceCalls*>(ctx->saved_data["calls"].toInt());
+    Tensor g = grads[0].contiguous();
+    reduce_in_place(calls->reduce, g);
+    ++calls->backward;
+    return {g.unsqueeze(0).expand({ctx->saved_data["rows"].toInt(), g.size(0)}), Tensor()};
+  }
+};
+
+thread_local ReduceCalls* t_reduce_calls = nullptr;  // the running step's (compute() sets it)
+
+}  // namespace
+
+ModelV2::ModelV2(const Potential& pot, const EvaluatorOptions& opt)
+    : m_cfg(pot.v2),
+      m_shared(pot.config),
+      m_precision(opt.precision),
+      m_dtype(opt.precision == Precision::fp64 ? torch::kFloat64 : torch::kFloat32),
+      m_workspace(opt.poison_scratch) {
+  if (m_cfg.lmax > kk::kMaxL) throw InputError("potential " + pot.path + ": lmax exceeds the compiled maximum");
+  if (m_precision == Precision::tf32 && !tf32_available())
+    throw InputError("precision tf32 needs the CUDA engine; this build (" + build_info().execution_space +
+                     ") supports fp64 and fp32");
+  for (const auto& [name, t] : pot.tensors)
+    m_tensors[name] = torch::from_blob(const_cast<double*>(t.values.data()), torch::IntArrayRef(t.shape),
+                                       torch::kFloat64)
+                          .clone();
+}
+
+Tensor ModelV2::host(const std::string& name) const {
+  const auto it = m_tensors.find(name);
+  if (it == m_tensors.end()) throw InputError("model v2 has no tensor " + name);
+  return it->second;
+}
+
+Tensor ModelV2::dev(const Tensor& t) const { return t.to(bridge::device(), m_dtype).contiguous(); }
+
+ModelV2::Radial ModelV2::make_radial(const std::string& p) const {
+  Radial r;
+  const int G = m_cfg.num_gaussians, Ce = m_cfg.edge_channels;
+  const Tensor w0 = host(p + ".lin0.weight");  // [Ce, G + 2 Ce]: Gaussians, sender, receiver
+  r.w0_gauss = dev(w0.narrow(1, 0, G));
+  // The atom-pair part of the first linear as two tables over Z (sender with the bias): the
+  // same sum as concatenating the embeddings, one gather each per edge.
+  r.table_src = dev(host("edge.source_embedding").matmul(w0.narrow(1, G, Ce).t()) + host(p + ".lin0.bias"));
+  r.table_tgt = dev(host("edge.target_embedding").matmul(w0.narrow(1, G + Ce, Ce).t()));
+  r.ln0_w = dev(host(p + ".ln0.weight"));
+  r.ln0_b = dev(host(p + ".ln0.bias"));
+  r.w1 = dev(host(p + ".lin1.weight"));
+  r.b1 = dev(host(p + ".lin1.bias"));
+  r.ln1_w = dev(host(p + ".ln1.weight"));
+  r.ln1_b = dev(host(p + ".ln1.bias"));
+  r.w2 = dev(host(p + ".lin2.weight"));
+  r.b2 = dev(host(p + ".lin2.bias"));
+  return r;
+}
+
+Tensor ModelV2::charge_spin_embedding(const char* which, int value) const {
+  const std::string kind = m_cfg.charge_spin_embedding, w = which;
+  if (kind == "rand_emb") {
+    const int offset = w == "charge" ? 100 : 0, size = w == "charge" ? 201 : 101;
+    if (value + offset < 0 || value + offset >= size)
+      throw InputError(w + " " + std::to_string(value) + " is outside the model's table (" + std::to_string(-offset) +
+                       ".." + std::to_string(size - 1 - offset) + ")");
+    return host("system." + w + "_table")[value + offset];
+  }
+  if (kind == "pos_emb") {
+    const Tensor x = host("system." + w + "_frequencies") * (value * 2.0 * M_PI);
+    const Tensor emb = torch::cat({torch::sin(x), torch::cos(x)});
+    return (w == "spin" && value == 0) ? emb * 0.0 : emb;
+  }
+  const double x = (w == "spin" && value == 0) ? -100.0 : double(value);
+  return host("system." + w + "_linear.weight").select(1, 0) * x + host("system." + w + "_linear.bias");
+}
+
+std::string ModelV2::set_system(const SystemInputs& in) {
+  const ModelConfigV2& cfg = m_cfg;
+  const std::string task_name = in.task.empty() ? cfg.default_task : in.task;
+  const TaskV2* task = cfg.task(task_name);
+  if (!task) throw InputError("task '" + task_name + "' is not one of this model's tasks: " + cfg.task_names());
+  const int charge = in.charge_set ? in.charge : task->default_charge;
+  const int spin = in.spin_set ? in.spin : task->default_spin;
+  std::vector<Tensor> parts = {charge_spin_embedding("charge", charge), charge_spin_embedding("spin", spin)};
+  if (cfg.dataset_embedding) parts.push_back(host("system.dataset." + task->dataset_embedding));
+  const Tensor emb = F::silu(torch::addmm(host("system.mix.bias"), torch::cat(parts).unsqueeze(0),
+                                          host("system.mix.weight").t()))
+                         .squeeze(0);
+  const int Z = cfg.max_num_elements;
+  Tensor counts = torch::zeros({Z}, torch::kFloat64);
+  for (std::size_t z = 0; z < in.atoms_per_z.size(); ++z) {
+    if (in.atoms_per_z[z] == 0) continue;
+    if (z == 0 || int(z) >= Z)
+      throw InputError("atomic number " + std::to_string(z) + " is outside the model's elements (1.." +
+                       std::to_string(Z - 1) + ")");
+    counts[z] = in.atoms_per_z[z];
+  }
+  const double n_atoms = counts.sum().item<double>();
+  if (!(n_atoms > 0)) throw InputError("model v2 needs the composition of the system (no atoms given)");
+
+  // UMA's mixture of linear experts: coefficients from the routing MLP, the merged weights
+  // sum_k alpha_k W_k (fairchem eSCNMDMoeBackbone.set_MOLE_coefficients and merge_MOLE_model).
+  Tensor coeff;
+  if (cfg.experts > 0) {
+    Tensor route = emb;
+    if (cfg.composition_embedding) {
+      const double denom = n_atoms + (cfg.composition_mean_include_self ? 1.0 : 0.0);
+      route = torch::cat({counts.matmul(host("mole.composition_embedding")) / denom, emb});
+    }
+    Tensor a = route.unsqueeze(0);
+    for (int k = 0; k < 3; ++k) {
+      const std::string p = "mole.routing." + std::to_string(k);
+      a = F::silu(torch::addmm(host(p + ".bias"), a, host(p + ".weight").t()));
+    }
+    coeff = torch::softmax(a.squeeze(0), 0) + 0.005;
+  }
+  auto merged = [&](const std::string& name) {
+    const Tensor w = host(name);
+    return cfg.experts > 0 ? torch::tensordot(coeff, w, {0}, {0}) : w;
+  };
+
+  const int L = cfg.lmax, M = cfg.mmax, C = cfg.channels, H = cfg.hidden_channels;
+  m_layers.clear();
+  for (int t = 0; t < cfg.layers; ++t) {
+    const std::string p = "layers." + std::to_string(t);
+    Layer lw;
+    lw.norm1_w = dev(host(p + ".norm1.weight"));
+    lw.norm1_b = dev(host(p + ".norm1.bias"));
+    lw.norm2_w = dev(host(p + ".norm2.weight"));
+    lw.norm2_b = dev(host(p + ".norm2.bias"));
+    lw.radial = make_radial(p + ".radial");
+    lw.ffn_wg = dev(host(p + ".ffn.gate.weight"));
+    lw.ffn_bg = dev(host(p + ".ffn.gate.bias"));
+    lw.ffn_w1 = dev(host(p + ".ffn.lin1.weight"));
+    lw.ffn_b1 = dev(host(p + ".ffn.lin1.bias"));
+    lw.ffn_w2 = dev(host(p + ".ffn.lin2.weight"));
+    lw.ffn_b2 = dev(host(p + ".ffn.lin2.bias"));
+    // The SO(2) linears as block GEMMs over the packed rows (so2_gate.hpp's layout: block 0
+    // rows, their gates, then the m > 0 rows), every block at full width.
+    const int rows = kk::band_rows(L, M);
+    lw.so2_1.x_width = rows * 2 * C;
+    lw.so2_1.z_width = (rows + L) * H;
+    lw.so2_1.blocks.push_back(
+        {0, (L + 1) * 2 * C, 0, (2 * L + 1) * H, dev(merged(p + ".so2_1.m0.weight")), dev(host(p + ".so2_1.m0.bias"))});
+    lw.so2_2.x_width = rows * H;
+    lw.so2_2.z_width = rows * C;
+    lw.so2_2.blocks.push_back(
+        {0, (L + 1) * H, 0, (L + 1) * C, dev(merged(p + ".so2_2.m0.weight")), dev(host(p + ".so2_2.m0.bias"))});
+    for (int m = 1; m <= M; ++m) {
+      const int start = kk::packed_block_start(m, L), mrows = 2 * (L + 1 - m);
+      for (int which = 1; which <= 2; ++which) {
+        const std::string q = p + ".so2_" + std::to_string(which) + ".m" + std::to_string(m);
+        const Tensor wr = merged(q + ".weight_r"), wi = merged(q + ".weight_i");
+        const Tensor big = dev(torch::cat({torch::cat({wr, -wi}, 1), torch::cat({wi, wr}, 1)}, 0));
+        if (which == 1)
+          lw.so2_1.blocks.push_back({start * 2 * C, mrows * 2 * C, (start + L) * H, mrows * H, big, Tensor()});
+        else
+          lw.so2_2.blocks.push_back({start * H, mrows * H, start * C, mrows * C, big, Tensor()});
+      }
+    }
+    validate(lw.so2_1);
+    validate(lw.so2_2);
+    m_layers.push_back(std::move(lw));
+  }
+  m_degree_radial = make_radial("edge_degree.radial");
+  m_atom_embedding = dev(host("atom_embedding"));
+  m_system_embedding = dev(emb);
+  m_final_w = dev(host("final_norm.weight"));
+  m_final_b = dev(host("final_norm.bias"));
+  const std::string hp = "heads." + task->head;
+  m_head_w0 = dev(host(hp + ".lin0.weight"));
+  m_head_b0 = dev(host(hp + ".lin0.bias"));
+  m_head_w1 = dev(host(hp + ".lin1.weight"));
+  m_head_b1 = dev(host(hp + ".lin1.bias"));
+  m_head_w2 = dev(host(hp + ".lin2.weight"));
+  m_head_b2 = dev(host(hp + ".lin2.bias"));
+  m_refs = task->element_references.empty()
+               ? Tensor()
+               : torch::tensor(task->element_references, torch::kFloat64).to(bridge::device());
+  m_rmsd = task->rmsd;
+  m_mean = task->mean;
+  m_charge = charge;
+  m_spin = spin;
+  m_total_atoms = n_atoms;
+  m_system_set = true;
+
+  std::ostringstream log;
+  log << "edgeframe model v2: task " << task_name << ", charge " << charge << ", spin " << spin << ", "
+      << static_cast<long>(n_atoms) << " atoms";
+  if (cfg.experts > 0) {
+    const auto top = coeff.argmax().item<std::int64_t>();
+    log << "; " << cfg.experts << " experts merged for this composition (largest coefficient "
+        << coeff[top].item<double>() << ", expert " << top << ")";
+  }
+  return log.str();
+}
+
+Tensor ModelV2::radial_hidden(const Radial& r, const Tensor& gauss, const Tensor& z_send, const Tensor& z_recv) const {
+  Tensor a = r.table_src.index_select(0, z_send) + r.table_tgt.index_select(0, z_recv);
+  a.addmm_(gauss, r.w0_gauss.t());
+  const std::vector<std::int64_t> shape = {r.ln0_w.size(0)};
+  a = F::silu(torch::layer_norm(a, shape, r.ln0_w, r.ln0_b, 1e-5));
+  a = torch::addmm(r.b1, a, r.w1.t());
+  return F::silu(torch::layer_norm(a, shape, r.ln1_w, r.ln1_b, 1e-5));
+}
+
+// fairchem rms_norm_sh: centre l = 0 over channels; one scale per atom from the degree-balanced
+// mean square sum_l 1/(L+1) 1/(2l+1) sum_m mean_c x^2; affine weight per (l, c), bias on l = 0.
+Tensor ModelV2::rms_norm_sh(const Tensor& h, const Tensor& w, const Tensor& b) const {
+  const int L = m_cfg.lmax, D = (L + 1) * (L + 1);
+  const Tensor h0 = h.narrow(1, 0, 1);
+  const Tensor x = torch::cat({h0 - h0.mean(2, true), h.narrow(1, 1, D - 1)}, 1);
+  std::vector<double> row_weight(D), row_l(D);
+  for (int l = 0; l <= L; ++l)
+    for (int k = l * l; k < (l + 1) * (l + 1); ++k) {
+      row_weight[k] = 1.0 / ((2 * l + 1) * (L + 1));
+      row_l[k] = l;
+    }
+  const Tensor rw = torch::tensor(row_weight, torch::kFloat64).to(h.device(), h.scalar_type()).view({1, D, 1});
+  const Tensor ms = (x * x * rw).sum(1, true).mean(2, true);  // [N, 1, 1]
+  const Tensor expand = torch::tensor(row_l, torch::kFloat64).to(torch::kLong).to(h.device());
+  const Tensor out = x * torch::rsqrt(ms + m_cfg.norm_eps) * w.index_select(0, expand).unsqueeze(0);
+  return torch::cat({out.narrow(1, 0, 1) + b.view({1, 1, -1}), out.narrow(1, 1, D - 1)}, 1);
+}
+
+// Spectral FFN: per-degree linears, SiLU on l = 0, l >= 1 gated by sigmoid(SiLU(Linear(l = 0))).
+Tensor ModelV2::feed_forward(const Layer& lw, const Tensor& n) const {
+  const int L = m_cfg.lmax;
+  const auto N = n.size(0);
+  const Tensor q = torch::sigmoid(F::silu(torch::addmm(lw.ffn_bg, n.select(1, 0), lw.ffn_wg.t()))).reshape({N, L, -1});
+  std::vector<Tensor> out;
+  for (int l = 0; l <= L; ++l) {
+    Tensor a = n.narrow(1, l * l, 2 * l + 1).matmul(lw.ffn_w1[l].t());
+    if (l == 0) {
+      a = F::silu(a + lw.ffn_b1);
+      out.push_back(a.matmul(lw.ffn_w2[l].t()) + lw.ffn_b2);
+    } else {
+      out.push_back((a * q.narrow(1, l - 1, 1)).matmul(lw.ffn_w2[l].t()));
+    }
+  }
+  return torch::cat(out, 1);
+}
+
+// fairchem balance_channels: the balanced l = 0 channels are shifted so that their sum over ALL
+// atoms is the charge (spin channels: spin - 1); the sum runs over the owned rows of every rank.
+Tensor ModelV2::balance(const Tensor& h, int n_owned, GlobalReduce* reduce) const {
+  Tensor out = h;
+  const std::pair<const int*, double> ranges[] = {{m_cfg.charge_balanced, m_charge},
+                                                  {m_cfg.spin_balanced, m_spin - 1.0}};
+  for (const auto& [range, target] : ranges) {
+    const int a = range[0], b = range[1];
+    if (b <= a) continue;
+    const Tensor x = out.select(1, 0).narrow(1, a, b - a);  // [N, b - a]
+    const Tensor owned = x.narrow(0, 0, n_owned);
+    const Tensor total = reduce ? GlobalRowSum::apply(owned, reinterpret_cast<std::int64_t>(t_reduce_calls))
+                                : owned.sum(0);
+    const Tensor corr = (total - target) / m_total_atoms;
+    const Tensor l0 = out.select(1, 0);
+    const Tensor new_l0 = torch::cat({l0.narrow(1, 0, a), x - corr, l0.narrow(1, b, l0.size(1) - b)}, 1);
+    out = torch::cat({new_l0.unsqueeze(1), out.narrow(1, 1, out.size(1) - 1)}, 1);
+  }
+  return out;
+}
+
+Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what) {
+  if (!m_system_set)
+    throw InputError("model v2: the system inputs (task, charge, spin, composition) are not set (set_system)");
+  const ModelConfigV2& cfg = m_cfg;
+  const auto& g = graph.edges;
+  const int N = g.n_nodes, E = g.n_edges, L = cfg.lmax, M = cfg.mmax, C = cfg.channels, H = cfg.hidden_channels;
+  if (positions.extent(0) != std::size_t(N) || graph.species.extent(0) != std::size_t(N))
+    throw InputError("Evaluator::compute: graph has " + std::to_string(N) + " nodes but " +
+                     std::to_string(positions.extent(0)) + " positions and " + std::to_string(graph.species.extent(0)) +
+                     " species");
+  torch::InferenceMode inference_off(false);
+  const Tf32Scope tf32(m_precision == Precision::tf32);
+  Workspace& ws = m_workspace;
+  const Exec exec = bridge::exec_instance();
+  StepContext step;
+  step.graph = g;
+  step.roll = what.roll;
+  step.workspace = &ws;
+  step.dtype = m_dtype;
+  step.lmax = L;
+  step.mmax = M;
+  step.channels = C;
+  step.n_rbf = 1;  // the Bessel basis of edge_geometry is not used by model v2 (Gaussians of r below)
+  step.envelope_p = cfg.envelope_p;
+  step.r_cut = cfg.r_cut;
+  step.scale = 1.0;  // fairchem sums messages without a 1 / avg_neighbors
+  step.exchange = what.exchange;
+  step.times = what.times;
+  ReduceCalls reduce_calls{what.reduce, 0};
+  t_reduce_calls = &reduce_calls;
+
+  kk::Vec3View<double, Exec> vec(ws.take<double>(Workspace::kVec, std::size_t(E) * 3), E);
+  kk::compute_edge_vectors(exec, g, positions, vec);
+  Result res;
+  res.energies = kk::View1<double, Exec>(ws.take<double>(Workspace::kEnergies, N), N);
+  res.forces = kk::Vec3View<double, Exec>(ws.take<double>(Workspace::kForces, std::size_t(N) * 3), N);
+  res.atom_virial = kk::View2<double, Exec>(ws.take<double>(Workspace::kAtomVirial, std::size_t(N) * 9), N, 9);
+  const int n_chunks =
+      std::max({(E + kk::kSumChunk - 1) / kk::kSumChunk, (graph.n_local + kk::kSumChunk - 1) / kk::kSumChunk, 1});
+  kk::View2<double, Exec> partials(ws.take<double>(Workspace::kPartials, std::size_t(n_chunks) * 10), n_chunks, 10);
+  kk::View1<double, Exec> sums(ws.take<double>(Workspace::kSums, 10), 10);
+#ifndef KOKKOS_ENABLE_CUDA
+  exec.fence("edgeframe: edge vectors handed to torch");
+#endif
+  const bool grad = what.forces || what.virial || what.atom_virial;
+  const Tensor vec_t = bridge::tensor_of(vec, {E, 3}).requires_grad_(grad);
+  const auto geo = edge_geometry(vec_t, step);
+  const Tensor &band = geo[0], &env = geo[2];
+  // Gaussian basis of r on [0, r_cut] (fairchem GaussianSmearing: no envelope, no 1/r).
+  const auto opts = torch::TensorOptions().dtype(m_dtype).device(bridge::device());
+  const Tensor r = vec_t.norm(2, 1).to(m_dtype);
+  const Tensor centres = torch::linspace(0.0, cfg.r_cut, cfg.num_gaussians, opts.dtype(torch::kFloat64)).to(m_dtype);
+  const double width = cfg.gaussian_width * cfg.r_cut / (cfg.num_gaussians - 1);
+  const Tensor d = r.unsqueeze(1) - centres.unsqueeze(0);
+  const Tensor gauss = torch::exp(d * d * (-0.5 / (width * width)));
+
+  const Tensor z = bridge::tensor_of(graph.species, {N}).to(torch::kLong) + 1;  // species index = Z - 1
+  const Tensor recv = bridge::tensor_of(g.recv, {E}).to(torch::kLong), send = bridge::tensor_of(g.send, {E}).to(torch::kLong);
+  const Tensor z_recv = z.index_select(0, recv), z_send = z.index_select(0, send);
+  const int D = (L + 1) * (L + 1);
+
+  const Tensor h0 = m_atom_embedding.index_select(0, z) + m_system_embedding;
+  Tensor h = torch::cat({h0.unsqueeze(1), torch::zeros({N, D - 1, C}, opts)}, 1);
+  {  // edge-degree embedding: m = 0 coefficients of every degree from a radial MLP, unrotated
+    const Tensor a = radial_hidden(m_degree_radial, gauss, z_send, z_recv);
+    const Tensor rad = torch::addmm(m_degree_radial.b2, a, m_degree_radial.w2.t()).view({E, L + 1, C}) /
+                       cfg.edge_degree_rescale;
+    h = h + unrotate_aggregate(rad, m0_band(band, L, M), env, step, BandPart{L, 0});
+  }
+  const int rows = kk::band_rows(L, M);
+  for (int t = 0; t < cfg.layers; ++t) {
+    const Layer& lw = m_layers[t];
+    // Exchange mode: ghost rows come from their owners before every layer (layer 0 too: the
+    // edge-degree embedding of a ghost sums over edges this rank does not hold).
+    if (step.exchange) h = node_exchange(h, step);
+    Tensor n = rms_norm_sh(h, lw.norm1_w, lw.norm1_b);
+    n = torch::cat({(n.narrow(1, 0, 1) + m_system_embedding.view({1, 1, -1})), n.narrow(1, 1, D - 1)}, 1);
+    const Tensor a = radial_hidden(lw.radial, gauss, z_send, z_recv);
+    Tensor u = edge_frame_pack(n, band, a, lw.radial.w2, lw.radial.b2, step);
+    Tensor zz = so2_linear(u.reshape({E, lw.so2_1.x_width}), lw.so2_1);
+    u.reset();
+    Tensor x = so2_gate(zz, L, M, H);
+    zz.reset();
+    const Tensor w = so2_linear(x.reshape({E, lw.so2_2.x_width}), lw.so2_2).reshape({E, rows, C});
+    x.reset();
+    h = h + unrotate_aggregate(w, band, env, step);
+    h = h + feed_forward(lw, rms_norm_sh(h, lw.norm2_w, lw.norm2_b));
+    h = balance(h, graph.n_local, what.reduce);
+  }
+  const int n_live = step.exchange ? graph.n_local : N;
+  Tensor f = rms_norm_sh(h.narrow(0, 0, n_live), m_final_w, m_final_b).select(1, 0);
+  f = F::silu(torch::addmm(m_head_b0, f, m_head_w0.t()));
+  f = F::silu(torch::addmm(m_head_b1, f, m_head_w1.t()));
+  Tensor energies = torch::addmm(m_head_b2, f, m_head_w2.t()).select(1, 0) * m_rmsd + m_mean / m_total_atoms;
+  if (m_refs.defined()) energies = energies + m_refs.index_select(0, z.narrow(0, 0, n_live)).to(m_dtype);
+  if (n_live < N) energies = torch::cat({energies, torch::zeros({N - n_live}, energies.options())});
+
+  Tensor grad_vec;
+  if (grad) {
+    const Tensor e_local = energies.narrow(0, 0, graph.n_local).sum();
+    grad_vec = torch::autograd::grad({e_local}, {vec_t}, {}, false, false, true)[0];
+  }
+  // Every rank makes the same reverse exchanges and backward reductions, also one whose
+  // backward pass reached none of them (no edges): the missing ones carry zeros.
+  if (step.exchange && step.exchange_reverse_calls < cfg.layers) {
+    const Tensor zero = torch::zeros({N, D, C}, opts);
+    NodeRows nr;
+    nr.data = zero.data_ptr();
+    nr.type = m_dtype == torch::kFloat64 ? RowType::f64 : RowType::f32;
+    nr.rows = N;
+    nr.width = D * C;
+    exec.fence("edgeframe: zero rows handed to the exchange");
+    for (int k = step.exchange_reverse_calls; k < cfg.layers; ++k) step.exchange->reverse(nr);
+  }
+  const int balanced = (cfg.charge_balanced[1] > cfg.charge_balanced[0]) + (cfg.spin_balanced[1] > cfg.spin_balanced[0]);
+  if (what.reduce && grad)
+    for (int k = reduce_calls.backward; k < balanced * cfg.layers; ++k) {
+      std::vector<double> zeros(C, 0.0);
+      what.reduce->sum(zeros.data(), C);
+    }
+  t_reduce_calls = nullptr;
+
+  res.edge_grad = kk::Vec3View<double, Exec>(ws.take<double>(Workspace::kGradVec, std::size_t(E) * 3), E);
+  const Tensor edge_grad_t = bridge::tensor_of(res.edge_grad, {E, 3});
+  if (!grad_vec.defined())
+    edge_grad_t.zero_();
+  else if (grad_vec.data_ptr() != edge_grad_t.data_ptr())
+    edge_grad_t.copy_(grad_vec);
+  const Tensor energies64 = energies.detach().to(torch::kFloat64).contiguous();
+  Kokkos::deep_copy(exec, res.energies, kk::View1<const double, Exec>(energies64.data_ptr<double>(), N));
+  kk::Vec3View<const double, Exec> gv = res.edge_grad;
+  kk::NodeForces<Exec> nf{g.recv_offsets, g.send_offsets, g.send_edges, vec, gv, res.forces,
+                          what.atom_virial ? res.atom_virial : kk::View2<double, Exec>()};
+  if (grad) kk::node_forces(exec, nf, N);
+  kk::GlobalSums<Exec> gs{vec, gv, res.energies, partials, sums, E, graph.n_local, n_chunks};
+  kk::global_sums(exec, gs);
+  return finish_step(res, sums, graph.n_local, grad);
+}
+
+}  // namespace edgeframe::impl
