@@ -116,6 +116,7 @@ void PairEdgeframe::update_system(const int *type, int nlocal)
 void PairEdgeframe::init_engine(bool need_newton)
 {
   check_run_preconditions(need_newton);
+  m_reduce.world = world;    // idle ranks use it too (idle_exchange)
   if (!is_v2() && (!m_task.empty() || m_charge_set || m_spin_set))
     error->all(FLERR,
                "pair_style edgeframe: task, charge and spin are model v2 settings; potential {} is a v1 model "
@@ -453,7 +454,6 @@ edgeframe::Result PairEdgeframe::evaluate_step(Positions positions, edgeframe::N
   what.atom_virial = vflag_atom || cvflag_atom;
   what.exchange = exchange;
   what.times = m_timing_detail ? &m_times : nullptr;
-  m_reduce.world = world;
   what.reduce = is_v2() && comm->nprocs > 1 ? &m_reduce : nullptr;
   edgeframe::Result result;
   std::optional<edgeframe::NonFiniteError> non_finite;    // reported below, outside call_engine's catch

@@ -1,0 +1,167 @@
+"""Model v2 in a real LAMMPS against fairchem-core 2.24.0 itself: a random-weight checkpoint of
+UMA-S 1.2's structure (4 experts, composition routing, charge balancing, per-dataset heads),
+converted by tools/convert_fairchem.py, gives fairchem's own energy, forces, stress and per-atom
+energies (tests/fairchem/make_lammps_cases.py runs fairchem in its venv and stores them), on
+periodic, triclinic and open structures, with task / charge / spin, in both ghost modes, on 1, 2
+and 4 MPI ranks and through edgeframe/kk."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from reference_case import KOKKOS_ARGS, METAL_NKTV2P, RUN_0_SCRIPT, read_dump, thermo_row, write_data
+
+ROOT = Path(__file__).resolve().parents[2]
+# fp64 against fairchem's fp64 predict: the same terms summed in other orders, measured ~1e-14
+# relative; the bar of issue 24 is 1e-10.
+REL_FP64 = 1e-10
+ABS_FP64 = 1e-11     # eV, eV/A: components near zero compare absolutely
+# fp32 against fairchem's fp32 predict: two float32 evaluations in different orders, each within
+# ~1e-6 relative of the fp64 result on these structures (measured: see the fp32 test's message).
+REL_FP32 = 2e-5
+ABS_FP32 = 2e-5
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    python = os.environ.get("EDGEFRAME_FAIRCHEM_PYTHON", "")
+    if not python or not Path(python).exists():
+        pytest.fail("EDGEFRAME_FAIRCHEM_PYTHON must name the fairchem venv's python "
+                    "(scripts/bootstrap.sh makes it; source $(scripts/bootstrap.sh --print-env))")
+    out = tmp_path_factory.mktemp("fairchem")
+    proc = subprocess.run([python, str(ROOT / "tests" / "fairchem" / "make_lammps_cases.py"), str(out)],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return out
+
+
+def load(cases, name):
+    return dict(np.load(cases / f"{name}.npz"))
+
+
+class Structure:
+    """What reference_case.write_data reads (an ase.Atoms-like view of a case)."""
+
+    def __init__(self, rec):
+        self.positions = rec["positions"]
+        self.cell = rec["cell"]
+        self.pbc = tuple(bool(p) for p in rec["pbc"])
+        self.symbols = [str(s) for s in rec["symbols"]]
+
+    def __len__(self):
+        return len(self.symbols)
+
+
+def run(lammps, tmp_path, cases, name, style="", nprocs=1, pre="", args=(), precision="fp64"):
+    rec = load(cases, name)
+    atoms = Structure(rec)
+    elements = sorted(set(atoms.symbols))
+    q = write_data(tmp_path / "data.lmp", atoms, elements)
+    system = f" task {rec['task']} charge {int(rec['charge'])}"
+    if int(rec["spin"]) >= 0:
+        system += f" spin {int(rec['spin'])}"
+    boundary = "p p p" if all(atoms.pbc) else "f f f"
+    script = RUN_0_SCRIPT.format(boundary=boundary, precision=precision + system + style,
+                                 model=cases / "uma.safetensors", elements=" ".join(elements),
+                                 nktv2p=METAL_NKTV2P, pre=pre, extra="")
+    proc = lammps(script, nprocs=nprocs, args=args)
+    assert proc.returncode == 0, proc.output[-3000:]
+    return rec, q, thermo_row(proc.output), read_dump(tmp_path / "forces.dump", len(atoms)), proc.output
+
+
+def check(rec, q, thermo, dump, prec="fp64", per_atom=True):
+    rel, floor = (REL_FP64, ABS_FP64) if prec == "fp64" else (REL_FP32, ABS_FP32)
+
+    def close(a, b, what):
+        a, b = np.asarray(a, float), np.asarray(b, float)
+        err = float(np.abs(a - b).max())
+        bound = rel * max(float(np.abs(b).max()), 1.0) + floor
+        assert np.isfinite(a).all() and err <= bound, f"{prec} {what}: max |diff| {err:.3e} > {bound:.3e}"
+
+    close(thermo[1], rec[f"{prec}_energy"], "energy")
+    close(dump[:, 1:4], rec[f"{prec}_forces"] @ q.T, "forces")
+    if per_atom:
+        close(dump[:, 4], rec[f"{prec}_energies"], "per-atom energies")
+    if f"{prec}_stress" in rec:
+        volume = abs(np.linalg.det(rec["cell"]))
+        virial = q @ (-rec[f"{prec}_stress"] * volume) @ q.T      # ASE stress = -virial / volume
+        close(thermo[2:8], [virial[a, b] for a, b in [(0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)]], "virial")
+
+
+@pytest.mark.parametrize("name", ["diamond", "bcc_cu", "fcc_cu", "mgo", "triclinic", "molecule"])
+def test_one_rank_equals_fairchem(lammps, tmp_path, cases, name):
+    rec, q, thermo, dump, output = run(lammps, tmp_path, cases, name)
+    check(rec, q, thermo, dump)
+    assert "edgeframe model v2: task" in output
+
+
+@pytest.mark.parametrize("name,style", [("diamond", " fold_images no"), ("mgo", " fold_images no ghost_mode shell"),
+                                        ("molecule", " fold_images no")])
+def test_ghost_modes_equal_fairchem(lammps, tmp_path, cases, name, style):
+    rec, q, thermo, dump, _ = run(lammps, tmp_path, cases, name, style=style)
+    check(rec, q, thermo, dump)
+
+
+@pytest.mark.parametrize("name,nprocs,grid,style", [
+    ("diamond", 2, "1 1 2", ""), ("diamond", 4, "2 2 1", ""), ("mgo", 4, "2 2 1", " ghost_mode shell"),
+    ("triclinic", 2, "2 1 1", ""), ("molecule", 4, "4 1 1", "")])
+def test_mpi_ranks_equal_fairchem(lammps, tmp_path, cases, name, nprocs, grid, style):
+    # molecule 4 1 1: the open box is padded by 20 A, so two ranks own no atom and join the
+    # charge-balance sums with zeros.
+    rec, q, thermo, dump, _ = run(lammps, tmp_path, cases, name, style=style, nprocs=nprocs, pre=f"processors {grid}")
+    check(rec, q, thermo, dump, per_atom=False)
+
+
+@pytest.mark.parametrize("name", ["diamond", "bcc_cu", "molecule"])
+def test_kokkos_style_equals_fairchem(lammps, tmp_path, cases, name):
+    rec, q, thermo, dump, _ = run(lammps, tmp_path, cases, name, args=KOKKOS_ARGS)
+    check(rec, q, thermo, dump)
+
+
+@pytest.mark.parametrize("name", ["diamond", "mgo"])
+def test_fp32_within_float_rounding_of_fairchem_fp32(lammps, tmp_path, cases, name):
+    rec, q, thermo, dump, _ = run(lammps, tmp_path, cases, name, precision="fp32")
+    check(rec, q, thermo, dump, prec="fp32")
+
+
+def test_unknown_task_lists_the_tasks(lammps, tmp_path, cases):
+    rec = load(cases, "diamond")
+    write_data(tmp_path / "data.lmp", Structure(rec), ["C"])
+    script = RUN_0_SCRIPT.format(boundary="p p p", precision="fp64 task omc", model=cases / "uma.safetensors",
+                                 elements="C", nktv2p=METAL_NKTV2P, pre="", extra="")
+    proc = lammps(script)
+    assert proc.returncode != 0
+    assert "task 'omc' is not one of the tasks of potential" in proc.output and "oc20, omat, omol" in proc.output
+
+
+def test_charge_outside_the_table_is_an_error(lammps, tmp_path, cases):
+    rec = load(cases, "diamond")
+    write_data(tmp_path / "data.lmp", Structure(rec), ["C"])
+    script = RUN_0_SCRIPT.format(boundary="p p p", precision="fp64 task omat charge 150",
+                                 model=cases / "uma.safetensors", elements="C", nktv2p=METAL_NKTV2P, pre="", extra="")
+    proc = lammps(script)
+    assert proc.returncode != 0
+    assert "charge 150 is outside the model's table (-100..100)" in proc.output
+
+
+def test_composition_change_merges_the_experts_again(lammps, tmp_path, cases):
+    """set type changes the composition between two runs: the log says the experts were merged
+    again, and the second energy is fairchem's for the new composition (diamond with atoms 1-4
+    made Cu), not the first one's."""
+    rec, new = load(cases, "diamond"), load(cases, "diamond_cu4")
+    write_data(tmp_path / "data.lmp", Structure(rec), ["C", "Cu"])
+    script = RUN_0_SCRIPT.format(boundary="p p p", precision="fp64 task omat", model=cases / "uma.safetensors",
+                                 elements="C Cu", nktv2p=METAL_NKTV2P, pre="",
+                                 extra="run 0 post no\nset atom 1*4 type 2")
+    proc = lammps(script)
+    assert proc.returncode == 0, proc.output[-3000:]
+    assert "edgeframe: the composition changed; edgeframe model v2: task omat" in proc.output
+    lines = proc.output.splitlines()
+    rows = [float(lines[k + 1].split()[1]) for k, line in enumerate(lines) if line.split()[:2] == ["Step", "PotEng"]]
+    assert len(rows) == 2
+    assert abs(rows[0] - float(rec["fp64_energy"])) <= REL_FP64 * abs(float(rec["fp64_energy"])) + ABS_FP64
+    assert abs(rows[1] - float(new["fp64_energy"])) <= REL_FP64 * abs(float(new["fp64_energy"])) + ABS_FP64
+    assert abs(rows[1] - rows[0]) > 1e-3
