@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# Dependency bootstrap for edgeframe: Debian packages, a Python venv with torch 2.11.0,
-# Kokkos 5.0.2 and LAMMPS 4 Jul 2026 built from Debian's source tarballs, all cached in a
-# fixed prefix outside the work tree (default /opt/edgeframe-deps, override EDGEFRAME_DEPS).
+# Dependency bootstrap for edgeframe: Debian packages, a Python venv with torch 2.11.0, a second
+# venv with fairchem-core 2.24.0 (the reference for model v2; it pins its own torch), Kokkos 5.0.2
+# and LAMMPS 4 Jul 2026 built from Debian's source tarballs, all cached in a fixed prefix outside
+# the work tree (default /opt/edgeframe-deps, override EDGEFRAME_DEPS).
 # Every step writes a stamp keyed by its versions and options and is skipped when the stamp
 # exists, so a second run takes seconds.
 #
-# usage: scripts/bootstrap.sh [--gpu] [--no-lammps] [--print-env]
-#   --gpu        Kokkos + LAMMPS-KOKKOS with CUDA (Kokkos_ARCH_HOPPER90) instead of Serial+OpenMP
-#   --no-lammps  stop after Kokkos and the venv (engine-only work)
-#   --print-env  only print the environment file path of the chosen variant
+# usage: scripts/bootstrap.sh [--gpu] [--no-lammps] [--no-fairchem] [--print-env]
+#   --gpu          Kokkos + LAMMPS-KOKKOS with CUDA (Kokkos_ARCH_HOPPER90) instead of Serial+OpenMP
+#   --no-lammps    stop after Kokkos and the venv (engine-only work)
+#   --no-fairchem  do not make the fairchem venv (a present one is still named in the env file)
+#   --print-env    only print the environment file path of the chosen variant
 # env: EDGEFRAME_DEPS (prefix), EDGEFRAME_TARBALLS (folder searched for the source tarballs
 #      before downloading; the GPU machine has no network), EDGEFRAME_PYTHON (use this
-#      interpreter's torch instead of making a venv, e.g. on the GPU machine), JOBS.
+#      interpreter's torch instead of making a venv, e.g. on the GPU machine),
+#      EDGEFRAME_FAIRCHEM_PYTHON (use this interpreter's fairchem-core 2.24.0 instead of making
+#      the fairchem venv; the GPU machine, which has no network, gets no venv without it), JOBS.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -20,13 +24,15 @@ prefix="${EDGEFRAME_DEPS:-/opt/edgeframe-deps}"
 jobs="${JOBS:-$(nproc)}"
 variant=cpu
 want_lammps=1
+want_fairchem=1
 print_env=0
 for arg in "$@"; do
   case "$arg" in
     --gpu) variant=cuda-hopper90 ;;
     --no-lammps) want_lammps=0 ;;
+    --no-fairchem) want_fairchem=0 ;;
     --print-env) print_env=1 ;;
-    *) echo "bootstrap: unknown argument '$arg' (valid: --gpu --no-lammps --print-env)" >&2; exit 2 ;;
+    *) echo "bootstrap: unknown argument '$arg' (valid: --gpu --no-lammps --no-fairchem --print-env)" >&2; exit 2 ;;
   esac
 done
 
@@ -37,11 +43,14 @@ lammps_version=20260704
 lammps_tarball=lammps_${lammps_version}+dfsg.orig.tar.gz
 lammps_sha256=cddbc45a047416bd48a4a0b87f24a5b61b3446982b74d18cafe619c22b17eb62
 torch_version=2.11.0
+fairchem_version=2.24.0
+fairchem_torch_version=2.13.0
 
 kokkos_prefix="$prefix/kokkos-$kokkos_version-$variant"
 lammps_prefix="$prefix/lammps-$lammps_version-$variant"
 lammps_src="$prefix/lammps-$lammps_version-src"
 venv="$prefix/venv-torch-$torch_version"
+fairchem_venv="$prefix/venv-fairchem-$fairchem_version"
 env_file="$prefix/env-$variant.sh"
 if [[ $print_env == 1 ]]; then echo "$env_file"; exit 0; fi
 
@@ -128,6 +137,45 @@ setup_python() {
   [[ -x "$python_bin" ]] || python3 -m venv "$venv"
   "$venv/bin/pip" install -q -r "$repo/tools/requirements.txt"
   stamp_set "$key"
+}
+
+# --- fairchem venv ------------------------------------------------------------------------
+# fairchem-core pins torch ~= 2.13 while the engine compiles against LibTorch 2.11, so fairchem
+# gets a venv of its own (DESIGN.md section 5), used by tools/fairchem_bridge and the tests that
+# compare with fairchem. A venv already at the path is kept: pip only adds what it lacks (a no-op,
+# ~20 s, when everything is there), then the import check below decides the stamp.
+fairchem_ok() {
+  "$1" -c "import sys, torch, fairchem.core, safetensors, pytest
+sys.exit(0 if fairchem.core.__version__ == '$fairchem_version' and torch.__version__.startswith('$fairchem_torch_version') else 1)" \
+    >/dev/null 2>&1
+}
+setup_fairchem() {
+  fairchem_python=""
+  if [[ -n "${EDGEFRAME_FAIRCHEM_PYTHON:-}" ]]; then
+    fairchem_python="$EDGEFRAME_FAIRCHEM_PYTHON"
+    fairchem_ok "$fairchem_python" \
+      || { echo "bootstrap: $fairchem_python has no fairchem-core $fairchem_version with torch $fairchem_torch_version" >&2; exit 1; }
+    return
+  fi
+  local req="$repo/tools/fairchem_bridge/requirements.txt"
+  local key="venv-fairchem-$(sha256sum "$req" | cut -c1-12)"
+  if stamp_ok "$key"; then log "fairchem venv present ($fairchem_venv)"; fairchem_python="$fairchem_venv/bin/python"; return; fi
+  if [[ $want_fairchem == 0 ]]; then log "fairchem venv skipped (--no-fairchem)"; return; fi
+  if [[ $variant != cpu ]]; then
+    log "fairchem venv not made on the GPU machine (no network; set EDGEFRAME_FAIRCHEM_PYTHON)"
+    return
+  fi
+  if [[ -x "$fairchem_venv/bin/python" ]]; then
+    log "fairchem venv at $fairchem_venv: checking it against $req"
+  else
+    log "creating venv with fairchem-core $fairchem_version (about 6 GB installed)"
+    python3 -m venv "$fairchem_venv"
+  fi
+  "$fairchem_venv/bin/pip" install -q -r "$req"
+  fairchem_ok "$fairchem_venv/bin/python" \
+    || { echo "bootstrap: $fairchem_venv does not import fairchem-core $fairchem_version with torch $fairchem_torch_version" >&2; exit 1; }
+  stamp_set "$key"
+  fairchem_python="$fairchem_venv/bin/python"
 }
 
 # --- Kokkos -------------------------------------------------------------------------------
@@ -223,6 +271,7 @@ write_env() {
 export EDGEFRAME_DEPS="$prefix"
 export EDGEFRAME_VARIANT="$variant"
 export EDGEFRAME_PYTHON="$python_bin"
+export EDGEFRAME_FAIRCHEM_PYTHON="$fairchem_python"
 export Kokkos_ROOT="$kokkos_prefix"
 export Torch_DIR="$torch_dir"
 export LAMMPS_ROOT="$lammps_prefix"
@@ -238,6 +287,7 @@ ENV
 SECONDS=0
 install_apt
 setup_python
+setup_fairchem
 build_kokkos
 if [[ $want_lammps == 1 ]]; then build_lammps; else unpack_lammps; fi
 write_env
