@@ -349,6 +349,12 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
   const DeviceCase d = upload(c);
   const auto& x = d.x;
   Evaluator ev(pot, options);
+  if (pot.format_version == kFormatVersionV2) {  // model v2: the default task, the case's composition
+    SystemInputs in;
+    in.atoms_per_z.assign(pot.v2.max_num_elements, 0.0);
+    for (int s : c.species) in.atoms_per_z[s + 1] += 1.0;  // v2 species index = Z - 1
+    std::fprintf(stderr, "%s\n", ev.set_system(in).c_str());
+  }
   const auto t_graph = Clock::now();
   const AtomGraph graph = make_graph({d.i, d.j, d.shift, false}, d.x, d.species, N, pot.config.r_cut);
   Kokkos::fence();
