@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: installs/builds what is missing (scripts/bootstrap.sh, cached), builds
-# edgeframe, then ctest (GoogleTest units + LAMMPS-level tests) and pytest (reference model).
+# edgeframe, then ctest (GoogleTest units + LAMMPS-level tests, including model v2 against
+# fairchem), pytest (reference model) and pytest in the fairchem venv (model v2's reference and
+# converter against fairchem-core).
 # This is the README's test command and what .ci/run calls.
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,5 +29,13 @@ fi
 if [[ -d "$repo/tests/python" ]]; then
   echo "== pytest (PyTorch reference model) =="
   (cd "$repo" && "$EDGEFRAME_PYTHON" -m pytest -q tests/python) || status=1
+fi
+# Model v2's reference and converter against fairchem itself, in fairchem's own venv (bootstrap.sh).
+echo "== pytest (model v2 against fairchem-core, in its venv) =="
+if [[ -x "${EDGEFRAME_FAIRCHEM_PYTHON:-}" ]]; then
+  (cd "$repo" && "$EDGEFRAME_FAIRCHEM_PYTHON" -m pytest -q -p no:cacheprovider tests/fairchem) || status=1
+else
+  echo "test.sh: EDGEFRAME_FAIRCHEM_PYTHON is not set or not executable (scripts/bootstrap.sh makes the venv)"
+  status=1
 fi
 exit $status
