@@ -39,7 +39,7 @@ atom_modify map array
 boundary p p p
 read_data $1
 plugin load $plugin
-pair_style edgeframe precision $3 task omat
+pair_style edgeframe precision $3 task ${V2_TASK:-omat}
 pair_coeff * * $pot $2
 thermo_style custom step pe
 thermo_modify format float %.15g
