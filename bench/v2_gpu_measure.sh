@@ -6,8 +6,8 @@
 #
 #   bench/v2_gpu_measure.sh POTENTIAL OUTDIR [FAIRCHEM_DIR]
 #
-# POTENTIAL: a v2 file (tools/convert_fairchem.py). FAIRCHEM_DIR: what bench/fairchem_gpu_speed.py
-# wrote (diamond512.data, diamond512_ref.npz with its fp64 / fp32 predictions); without it only
+# POTENTIAL: a v2 file (tools/convert_fairchem.py). FAIRCHEM_DIR: the --ref-dir of bench/fairchem_gpu_speed.py
+# (diamond_512.data, diamond_512.npz with fairchem fp64 / fp32 predictions); without it only
 # the timings run. Needs build-gpu/ (bench + plugin) and lmp on PATH (scripts/gpu_session.sh's
 # environment). Every step has a timeout; TIME_LEFT (seconds, default 500) bounds the whole.
 set -u
@@ -66,15 +66,15 @@ for tag in ${V2_LAMMPS_TAGS:-diamond512 bcc4394}; do
   done
 done
 
-if [[ -n $fc && -f $fc/diamond512.data ]]; then
-  echo "== LAMMPS (edgeframe/kk, GPU) against fairchem (same GPU) on $fc/diamond512.data"
+if [[ -n $fc && -f $fc/diamond_512.data ]]; then
+  echo "== LAMMPS (edgeframe/kk, GPU) against fairchem (same GPU) on $fc/diamond_512.data"
   for prec in fp64 fp32; do
     [[ $(left) -lt 40 ]] && { echo "skipped comparison $prec: time"; continue; }
-    lammps_in "$fc/diamond512.data" C "$prec" 0 "$out/forces-$prec.dump" > "$out/in.compare-$prec"
+    lammps_in "$fc/diamond_512.data" C "$prec" 0 "$out/forces-$prec.dump" > "$out/in.compare-$prec"
     timeout 120 ${LMP:-lmp} ${KOKKOS_ARGS:--k on g 1 -sf kk} -pk kokkos newton off neigh full -in "$out/in.compare-$prec" \
       -log "$out/log.compare-$prec" > /dev/null 2>&1
     echo "compare $prec rc $?"
-    python3 - "$out/log.compare-$prec" "$out/forces-$prec.dump" "$fc/diamond512_ref.npz" "$prec" <<'PY'
+    python3 - "$out/log.compare-$prec" "$out/forces-$prec.dump" "$fc/diamond_512.npz" "$prec" <<'PY'
 import sys, numpy as np
 log, dump, ref, prec = sys.argv[1:5]
 lines = open(log).read().splitlines()
