@@ -135,3 +135,21 @@ def test_converter_refuses_an_unknown_backbone(tmp_path, capsys):
     assert convert_fairchem.main([str(ckpt), str(tmp_path / "x.safetensors")]) == 2
     assert "backbone class 'fairchem.core.models.escaip.EScAIPBackbone' is not supported" in \
         capsys.readouterr().err
+
+
+@pytest.mark.parametrize("model_id,include_self", [("UMA-S-1.2.1", False), ("UMA-1.1", False), ("UMA-S-1.2", True)])
+def test_composition_mean_follows_the_model_id(tmp_path, model_id, include_self):
+    """fairchem averages the composition embedding over N + 1 atoms only for UMA-S 1.2 (its
+    model_id), over N for UMA-S 1.2.1 and UMA 1.1: the converter sets the rule from the model_id
+    and the reference then gives fairchem's numbers for each."""
+    config, datasets = uma_like(experts=3, layers=1, channels=8, hidden=8, edge=8, model_id=model_id)
+    ckpt = write_checkpoint(tmp_path / "m.pt", config, datasets, seed=5)
+    out = tmp_path / "m.safetensors"
+    assert convert_fairchem.main([str(ckpt), str(out)]) == 0
+    model = load_model_v2(out)
+    assert model.cfg.composition_mean_include_self is include_self
+    atoms = structure("mgo")
+    ref = fairchem_predict(predict_unit(ckpt), atoms, "omat")
+    ours = reference_predict(model, atoms, "omat")
+    close(ours["energy"], ref["energy"], "energy")
+    close(ours["forces"], ref["forces"], "forces")
