@@ -222,6 +222,17 @@ std::string ModelV2::set_system(const SystemInputs& in) {
     m_layers.push_back(std::move(lw));
   }
   m_degree_radial = make_radial("edge_degree.radial");
+  // rms_norm_sh's per-row weights 1/((L+1)(2l+1)) and row degrees, made once (a host-to-device
+  // copy per call would wait for the device).
+  std::vector<double> row_weight;
+  std::vector<std::int64_t> row_degree;
+  for (int l = 0; l <= L; ++l)
+    for (int k = 0; k < 2 * l + 1; ++k) {
+      row_weight.push_back(1.0 / ((2 * l + 1) * (L + 1)));
+      row_degree.push_back(l);
+    }
+  m_norm_row_weight = dev(torch::tensor(row_weight, torch::kFloat64)).view({1, -1, 1});
+  m_norm_row_degree = torch::tensor(row_degree, torch::kLong).to(bridge::device());
   m_atom_embedding = dev(host("atom_embedding"));
   m_system_embedding = dev(emb);
   m_final_w = dev(host("final_norm.weight"));
@@ -269,16 +280,8 @@ Tensor ModelV2::rms_norm_sh(const Tensor& h, const Tensor& w, const Tensor& b) c
   const int L = m_cfg.lmax, D = (L + 1) * (L + 1);
   const Tensor h0 = h.narrow(1, 0, 1);
   const Tensor x = torch::cat({h0 - h0.mean(2, true), h.narrow(1, 1, D - 1)}, 1);
-  std::vector<double> row_weight(D), row_l(D);
-  for (int l = 0; l <= L; ++l)
-    for (int k = l * l; k < (l + 1) * (l + 1); ++k) {
-      row_weight[k] = 1.0 / ((2 * l + 1) * (L + 1));
-      row_l[k] = l;
-    }
-  const Tensor rw = torch::tensor(row_weight, torch::kFloat64).to(h.device(), h.scalar_type()).view({1, D, 1});
-  const Tensor ms = (x * x * rw).sum(1, true).mean(2, true);  // [N, 1, 1]
-  const Tensor expand = torch::tensor(row_l, torch::kFloat64).to(torch::kLong).to(h.device());
-  const Tensor out = x * torch::rsqrt(ms + m_cfg.norm_eps) * w.index_select(0, expand).unsqueeze(0);
+  const Tensor ms = (x * x * m_norm_row_weight).sum(1, true).mean(2, true);  // [N, 1, 1]
+  const Tensor out = x * torch::rsqrt(ms + m_cfg.norm_eps) * w.index_select(0, m_norm_row_degree).unsqueeze(0);
   return torch::cat({out.narrow(1, 0, 1) + b.view({1, 1, -1}), out.narrow(1, 1, D - 1)}, 1);
 }
 
