@@ -258,3 +258,13 @@ def test_nve_from_a_perfect_lattice_conserves_energy(lammps, tmp_path, cases):
     drift = np.abs(etot - etot[0]).max() / n_atoms
     assert drift < 1e-5, f"total energy moved by {drift:.2e} eV/atom over 400 steps"
     assert max(r[1] for r in rows) > 100.0   # the atoms really moved
+
+
+def test_recompute_is_refused_for_v2(lammps, tmp_path, cases):
+    rec = load(cases, "diamond")
+    write_data(tmp_path / "data.lmp", Structure(rec), ["C"])
+    script = RUN_0_SCRIPT.format(boundary="p p p", precision="fp64 task omat activations recompute",
+                                 model=cases / "uma.safetensors", elements="C", nktv2p=METAL_NKTV2P, pre="", extra="")
+    proc = lammps(script)
+    assert proc.returncode != 0
+    assert "activations recompute, edge_chunk and memory_budget are not available for model v2" in proc.output
