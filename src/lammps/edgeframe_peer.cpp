@@ -22,9 +22,10 @@ bool all_ranks(bool mine, MPI_Comm world)
 }
 
 #if defined(KOKKOS_ENABLE_CUDA)
-constexpr int kReadyTag = 0x6567, kDoneTag = 0x6568;    // after the direct MPI swaps' 0x6566
+constexpr int kReadyTag = 0x6567, kDoneTag = 0x6568;    // after kDirectTag 0x6566 (exchange_direct_swaps.cpp)
 
-// A one-double message to `to` and one from `from` (either may be -1: none), as mpi_swap.
+// A one-double message to `to` and one from `from` (either may be -1: none), as mpi_swap
+// (exchange_direct_swaps.cpp).
 void handshake(int to, int from, int tag, MPI_Comm world)
 {
   double token = 1.0, got = 0.0;
