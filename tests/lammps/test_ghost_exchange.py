@@ -597,7 +597,7 @@ def test_bad_direct_mpi_settings_are_errors(lammps, tmp_path, small_model):
 def test_staged_exchange_matches_the_reference(lammps, tmp_path, small_model, name, nprocs, grid):
     # On CUDA builds node rows are reordered into atom order on the device and only the owned
     # (forward) or ghost (reverse) block of that stage crosses to the pinned host stage
-    # (edgeframe_exchange.h). exchange_stage yes takes that path on the CPU: a block
+    # (exchange_lammps_comm.h, PinnedStageTransport). exchange_stage yes takes that path on the CPU: a block
     # boundary off by one would leave ghosts with stale features and miss the reference.
     lammps.style_keywords["exchange_stage"] = "yes"
     model, path = small_model
