@@ -319,7 +319,7 @@ void PairEdgeframe::compute(int eflag, int vflag)
   // exchange mode it still takes part in every communication: its ghosts may be relays.
   update_system(atom->type, atom->nlocal);    // collective (model v2)
   if (m_nodes.n_local == 0) {
-    if (m_exchange) idle_exchange();
+    if (m_exchange || (is_v2() && comm->nprocs > 1)) idle_rank_collectives();
     note_first_call();
     return;
   }

@@ -56,7 +56,7 @@ class PairEdgeframe : public Pair {
   std::string m_plan_logged;    // the activations plan last written to the log (rank 0)
   long m_recomputed_at_init = 0;    // the evaluator's layers_recomputed() when this run started
   double m_min_distance = 0.3;    // Angstrom, keyword min_distance (see doc/pair_style.md)
-  // Model v2's system inputs (keywords task, charge, spin; doc/pair_style.md "Model v2").
+  // Model v2's system inputs (keywords task, charge, spin; doc/pair_edgeframe.md "Model v2").
   std::string m_task;    // empty: the model's default task
   int m_charge = 0, m_spin = 0;
   bool m_charge_set = false, m_spin_set = false;
@@ -121,7 +121,7 @@ class PairEdgeframe : public Pair {
   // (atom_of_node: host array, engine node -> LAMMPS local index; atom->tag read on the host).
   void report_non_finite(const edgeframe::NonFiniteError &e, const int *atom_of_node);
   void print_model_block();
-  void idle_exchange();
+  void idle_rank_collectives();
   // Model v2: T layers read exchanged ghost features (v1: T - 1, its first layer reads only the
   // species), and a ghost shell must reach T + 1 cutoffs (the edge-degree embedding is one
   // more hop); v1: T.

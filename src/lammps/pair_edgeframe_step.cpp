@@ -116,7 +116,7 @@ void PairEdgeframe::update_system(const int *type, int nlocal)
 void PairEdgeframe::init_engine(bool need_newton)
 {
   check_run_preconditions(need_newton);
-  m_reduce.world = world;    // idle ranks use it too (idle_exchange)
+  m_reduce.world = world;    // idle ranks use it too (idle_rank_collectives)
   if (!is_v2() && (!m_task.empty() || m_charge_set || m_spin_set))
     error->all(FLERR,
                "pair_style edgeframe: task, charge and spin are model v2 settings; potential {} is a v1 model "
@@ -247,12 +247,15 @@ void PairEdgeframe::accumulate_per_atom(const edgeframe::Result &result, const i
   }
 }
 
-void PairEdgeframe::idle_exchange()
+void PairEdgeframe::idle_rank_collectives()
 {
-  // The same sequence as the engine makes on ranks with atoms (exchange.hpp): T-1 forward
-  // exchanges, then T-1 reverse ones, with no rows of this rank's own.
+  // The same sequence of collective calls as the engine makes on ranks with atoms, with no rows
+  // of this rank's own: in exchange mode the forward exchanges before the layers that read ghost
+  // features (exchange.hpp), then the reverse ones in the backward pass; in every ghost mode
+  // model v2's charge-balance sums after each layer, forward and backward.
   const double t0 = platform::walltime();
-  const int exchanges = exchanged_layers();
+  const int exchanges = m_exchange ? exchanged_layers() : 0;
+  const int layers = m_potential->config.layers;
   // Model v2 balances charge after every layer with a sum over all ranks, forward and backward
   // (fairchem balance_channels): this rank adds zeros, in the order the engine makes the calls.
   const auto &v2 = m_potential->v2;
@@ -261,20 +264,21 @@ void PairEdgeframe::idle_exchange()
     if (v2.charge_balanced[1] > v2.charge_balanced[0]) balanced.push_back(v2.charge_balanced[1] - v2.charge_balanced[0]);
     if (v2.spin_balanced[1] > v2.spin_balanced[0]) balanced.push_back(v2.spin_balanced[1] - v2.spin_balanced[0]);
   }
-  call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe (exchange)", [&] {
-    for (int k = 0; k < exchanges; k++) {
-      m_feature_exchange->forward(edgeframe::NodeRows());
+  call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe (idle rank)", [&] {
+    // Layer t reads exchanged ghost features from layer layers - exchanges on.
+    for (int t = 0; t < layers; t++) {
+      if (t >= layers - exchanges) m_feature_exchange->forward(edgeframe::NodeRows());
       for (int width : balanced) {
         std::vector<double> zeros(width, 0.0);
         m_reduce.sum(zeros.data(), width);
       }
     }
-    for (int k = 0; k < exchanges; k++) {
+    for (int t = layers - 1; t >= 0; t--) {
       for (auto it = balanced.rbegin(); it != balanced.rend(); ++it) {
         std::vector<double> zeros(*it, 0.0);
         m_reduce.sum(zeros.data(), *it);
       }
-      m_feature_exchange->reverse(edgeframe::NodeRows());
+      if (t >= layers - exchanges) m_feature_exchange->reverse(edgeframe::NodeRows());
     }
   });
   const double dt = platform::walltime() - t0;

@@ -268,3 +268,11 @@ def test_recompute_is_refused_for_v2(lammps, tmp_path, cases):
     proc = lammps(script)
     assert proc.returncode != 0
     assert "activations recompute, edge_chunk and memory_budget are not available for model v2" in proc.output
+
+
+def test_idle_ranks_in_shell_mode_join_the_charge_sums(lammps, tmp_path, cases):
+    # The ghost shell has no exchange, but model v2's charge balance still sums over all ranks:
+    # the two ranks that own no atom of the open box must make the same sums (with zeros).
+    rec, q, thermo, dump, _ = run(lammps, tmp_path, cases, "molecule", style=" ghost_mode shell fold_images no",
+                                  nprocs=4, pre="processors 4 1 1")
+    check(rec, q, thermo, dump, per_atom=False)
