@@ -352,6 +352,7 @@ Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec>
   step.scale = 1.0;  // fairchem sums messages without a 1 / avg_neighbors
   step.exchange = what.exchange;
   step.times = what.times;
+  const StepTimer total_timer(step, &StepTimes::total);  // timing detail: dense = total - the rest
   ReduceCalls reduce_calls{what.reduce, 0};
   t_reduce_calls = &reduce_calls;
 
