@@ -246,42 +246,15 @@ def count_edges(atoms, cutoff):
 
 
 def reference_unit(ckpt, device, dtype):
-    """fairchem's "general" path as tests/fairchem/fairchem_side.py predict_unit, on `device`."""
-    import torch
-    from fairchem.core.units.mlip_unit import load_predict_unit
-    from fairchem.core.units.mlip_unit.api.inference import InferenceSettings
-
-    settings = InferenceSettings(base_precision_dtype=dtype, merge_mole=False, tf32=False,
-                                 activation_checkpointing=False, execution_mode="general",
-                                 compile=False, external_graph_gen=False)
-    return load_predict_unit(str(ckpt), inference_settings=settings, device=device)
+    """fairchem's "general" path (tests/fairchem/fairchem_side.py predict_unit), on `device`."""
+    from fairchem_side import predict_unit
+    return predict_unit(ckpt, dtype, device)
 
 
 def reference_predict(unit, atoms, task, charge=0, spin=None):
-    """tests/fairchem/fairchem_side.py fairchem_predict, with the per-atom energies taken to the
-    host first (that function calls .numpy() on them, which fails for a CUDA tensor)."""
-    import torch
-    from fairchem.core.calculate.ase_calculator import FAIRChemCalculator
-
-    atoms = atoms.copy()
-    atoms.info.update(charge=charge, spin=(1 if task == "omol" else 0) if spin is None else spin)
-    head = next(iter(unit.model.module.output_heads.values())).head
-    captured = {}
-    hook = head.energy_block.register_forward_hook(
-        lambda m, i, o: captured.update(node=o.detach().cpu()))
-    try:
-        atoms.calc = FAIRChemCalculator(unit, task_name=task)
-        energy = atoms.get_potential_energy()
-        forces = atoms.get_forces()
-        stress = atoms.get_stress(voigt=False) if atoms.pbc.all() else None
-    finally:
-        hook.remove()
-    energy_task = next(t for t in unit.tasks.values() if t.property == "energy" and task in t.datasets)
-    per_atom = captured["node"].view(-1).double() * float(energy_task.normalizer.rmsd)
-    refs = energy_task.element_references
-    if refs is not None:
-        per_atom = per_atom + refs.element_references.detach().cpu().double()[torch.as_tensor(atoms.numbers)]
-    return dict(energy=energy, forces=forces, stress=stress, energies=per_atom.numpy())
+    """tests/fairchem/fairchem_side.py fairchem_predict (per-atom energies taken to the host)."""
+    from fairchem_side import fairchem_predict
+    return fairchem_predict(unit, atoms, task, charge, spin)
 
 
 def write_references(args, ckpt, structures, edges, budget):
@@ -315,20 +288,6 @@ def write_references(args, ckpt, structures, edges, budget):
             try:
                 unit = reference_unit(ckpt, args.device, dtype)
                 out = reference_predict(unit, structures[first], TASK)
-                if args.device == "cpu" and args.small:
-                    # The CPU smoke test checks this copy against fairchem_side's own function.
-                    # Two predicts of one unit differ in the last bits (threaded sums): measured
-                    # 4e-17 eV/A in fp64.
-                    from fairchem_side import fairchem_predict
-                    same = fairchem_predict(unit, structures[first], TASK)
-                    rel = 1e-12 if dtype == torch.float64 else 1e-5
-                    for key in out:
-                        if out[key] is not None:
-                            a, b = np.asarray(out[key], float), np.asarray(same[key], float)
-                            err = float(np.abs(a - b).max())
-                            assert err <= rel * max(float(np.abs(b).max()), 1.0), \
-                                f"{key}: this copy vs fairchem_side.fairchem_predict: {err:.3e}"
-                    log(f"reference {prec}: equals tests/fairchem/fairchem_side.py fairchem_predict")
                 for key, value in out.items():
                     if value is not None:
                         recs[first][f"{prec}_{key}"] = np.asarray(value, dtype=np.float64)

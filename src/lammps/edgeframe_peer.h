@@ -2,8 +2,8 @@
    CUDA IPC transport for the exchange's direct swaps (issue #8): the
    default where the engine runs on CUDA (exchange_transport mpi
    turns it off, cuda-ipc asks for it by name). Measured on two H200s of
-   one node (doc/performance.md "Two H200s: scaling"): exchange per force
-   call 13.2 -> 2.7 ms at 2 x 32 768 atoms, weak scaling 83 -> 93 %.
+   one node (doc/performance.md "Two H200s: scaling"): the exchange per
+   force call takes 13.2 -> 2.7 ms at 2 x 32 768 atoms, weak scaling 83 -> 93 %.
 
    The direct MPI swaps copy each swap's rows device -> pinned host ->
    MPI -> pinned host -> device. Ranks on one node whose GPUs can reach

@@ -40,11 +40,11 @@ def structure(name):
     return a
 
 
-def predict_unit(checkpoint, dtype=torch.float64):
+def predict_unit(checkpoint, dtype=torch.float64, device="cpu"):
     settings = InferenceSettings(base_precision_dtype=dtype, merge_mole=False, tf32=False,
                                  activation_checkpointing=False, execution_mode="general",
                                  compile=False, external_graph_gen=False)
-    return load_predict_unit(str(checkpoint), inference_settings=settings, device="cpu")
+    return load_predict_unit(str(checkpoint), inference_settings=settings, device=device)
 
 
 def fairchem_predict(unit, atoms, task, charge=0, spin=None):
@@ -54,7 +54,8 @@ def fairchem_predict(unit, atoms, task, charge=0, spin=None):
     atoms.info.update(charge=charge, spin=(1 if task == "omol" else 0) if spin is None else spin)
     head = next(iter(unit.model.module.output_heads.values())).head
     captured = {}
-    hook = head.energy_block.register_forward_hook(lambda m, i, o: captured.update(node=o.detach()))
+    # On the host: the unit may run on a GPU.
+    hook = head.energy_block.register_forward_hook(lambda m, i, o: captured.update(node=o.detach().cpu()))
     try:
         atoms.calc = FAIRChemCalculator(unit, task_name=task)
         energy = atoms.get_potential_energy()
@@ -66,7 +67,7 @@ def fairchem_predict(unit, atoms, task, charge=0, spin=None):
     per_atom = captured["node"].view(-1).double() * float(energy_task.normalizer.rmsd)
     refs = energy_task.element_references
     if refs is not None:
-        per_atom = per_atom + refs.element_references.double()[torch.as_tensor(atoms.numbers)]
+        per_atom = per_atom + refs.element_references.detach().cpu().double()[torch.as_tensor(atoms.numbers)]
     return dict(energy=energy, forces=forces, stress=stress, energies=per_atom.numpy())
 
 

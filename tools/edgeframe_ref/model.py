@@ -41,6 +41,10 @@ class EdgeFrameModel(torch.nn.Module):
     def p(self, name):
         return self.get_parameter(name)
 
+    def w(self, name):
+        """An SO(2) linear's weight (model v2 overrides it with experts merged)."""
+        return self.p(name)
+
     def row_tables(self, device):
         """Index tables between band-row order and block order (both [E, R, channels]).
 
@@ -80,12 +84,12 @@ class EdgeFrameModel(torch.nn.Module):
         """
         L = self.cfg.lmax
         y0 = blocks[0]
-        z0 = y0.flatten(1) @ self.p(prefix + ".m0.weight").T + self.p(prefix + ".m0.bias")
+        z0 = y0.flatten(1) @ self.w(prefix + ".m0.weight").T + self.p(prefix + ".m0.bias")
         out = {0: z0[:, :(L + 1) * out_ch].view(-1, L + 1, out_ch)}
         gate = z0[:, (L + 1) * out_ch:].view(-1, L, out_ch) if with_gate else None
         for m in range(1, self.cfg.mmax + 1):
             yp, ym = blocks[m]
-            wr, wi = self.p(prefix + f".m{m}.weight_r"), self.p(prefix + f".m{m}.weight_i")
+            wr, wi = self.w(prefix + f".m{m}.weight_r"), self.w(prefix + f".m{m}.weight_i")
             yp, ym = yp.flatten(1), ym.flatten(1)
             op = yp @ wr.T - ym @ wi.T
             om = yp @ wi.T + ym @ wr.T

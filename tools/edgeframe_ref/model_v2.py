@@ -22,6 +22,7 @@ import torch.nn.functional as F
 
 from .band import band_blocks, wigner_band
 from .config_v2 import ModelConfigV2, parameter_shapes_v2
+from .model import EdgeFrameModel
 from .radial import envelope
 
 
@@ -152,42 +153,11 @@ class EdgeFrameModelV2(torch.nn.Module):
             x = F.silu(x)
         return x @ self.p(f"{prefix}.lin2.weight").T + self.p(f"{prefix}.lin2.bias")
 
-    def row_tables(self, device):
-        """Band-row order <-> block order, as in v1 (model.py EdgeFrameModel.row_tables)."""
-        L, M = self.cfg.lmax, self.cfg.mmax
-        order = [(l, m) for l in range(L + 1) for m in range(-min(l, M), min(l, M) + 1)]
-        where = {lm: r for r, lm in enumerate(order)}
-        blocks = [[(l, 0) for l in range(L + 1)]]
-        for m in range(1, M + 1):
-            blocks += [[(l, m) for l in range(m, L + 1)], [(l, -m) for l in range(m, L + 1)]]
-        pack = [where[lm] for b in blocks for lm in b]
-        unpack = sorted(range(len(pack)), key=lambda r: pack[r])
-        rows = [2 * min(l, M) + 1 for l in range(L + 1)]
-        as_index = lambda v: torch.tensor(v, dtype=torch.int64, device=device)  # noqa: E731
-        return rows, as_index(pack), as_index(unpack), [len(b) for b in blocks]
-
-    def so2_linear(self, prefix, blocks, out_ch, with_gate):
-        """SO(2) linear over packed blocks (v1's layout: m = 0 outputs first, then gates)."""
-        L = self.cfg.lmax
-        z0 = blocks[0].flatten(1) @ self.w(prefix + ".m0.weight").T + self.p(prefix + ".m0.bias")
-        out = {0: z0[:, :(L + 1) * out_ch].view(-1, L + 1, out_ch)}
-        gate = z0[:, (L + 1) * out_ch:].view(-1, L, out_ch) if with_gate else None
-        for m in range(1, self.cfg.mmax + 1):
-            yp, ym = (b.flatten(1) for b in blocks[m])
-            wr, wi = self.w(prefix + f".m{m}.weight_r"), self.w(prefix + f".m{m}.weight_i")
-            out[m] = ((yp @ wr.T - ym @ wi.T).view(-1, L + 1 - m, out_ch),
-                      (yp @ wi.T + ym @ wr.T).view(-1, L + 1 - m, out_ch))
-        return out, gate
-
-    def edge_gate(self, blocks, gate):
-        """SiLU on (l 0, m 0); every l >= 1 coefficient times sigmoid(gate[l - 1])."""
-        g = torch.sigmoid(gate)
-        b0 = blocks[0]
-        out = {0: torch.cat([F.silu(b0[:, :1]), b0[:, 1:] * g], dim=1)}
-        for m in range(1, self.cfg.mmax + 1):
-            yp, ym = blocks[m]
-            out[m] = (yp * g[:, m - 1:], ym * g[:, m - 1:])
-        return out
+    # The band-row <-> block tables, the SO(2) linear (weights through self.w: experts merged)
+    # and the gate are v1's (model.py), unchanged in model v2.
+    row_tables = EdgeFrameModel.row_tables
+    so2_linear = EdgeFrameModel.so2_linear
+    edge_gate = EdgeFrameModel.gate
 
     def edge_messages(self, t, n, edge_i, edge_j, bands, x_edge, u):
         """One layer's per-edge work: rotate, radial, SO(2) 1, gate, SO(2) 2, unrotate with
