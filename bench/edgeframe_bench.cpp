@@ -26,6 +26,8 @@
 // --activations: EvaluatorOptions::activations, auto (the default) | keep | recompute (--recompute
 // is recompute); --memory-budget GB (1e9 bytes): auto's budget (default: the device's free memory).
 // The JSON names the plan the step ran with and the memory model's predicted peak.
+// --torch-profile in case mode: after the RESULT line, the fenced split of the Kokkos kernels by
+// label and the torch profile; --memory-profile: the memory profile (both as above).
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <array>
@@ -340,8 +342,29 @@ void torch_reset_peak() {
 #endif
 }
 
+// What case mode runs after its timed steps: the fenced per-kernel split of the Kokkos kernels
+// (--torch-profile; the Kokkos labels name edgeframe's kernels, which the torch profile shows as
+// mangled cuda_parallel_launch names), the torch profile, the memory profile.
+struct CaseProfiles {
+  bool torch_profile = false, memory_profile = false;
+  std::string trace_path;
+};
+
+void print_kernel_split(int reps, double step) {
+  double kernels = 0;
+  std::printf("  Kokkos kernels, a fence around each (step with the fences: %.2f ms)\n", 1e3 * step);
+  std::printf("    %-58s %10s %7s %8s\n", "kernel", "ms/step", "share", "calls");
+  for (const auto& [name, s] : g_times.seconds) {
+    kernels += s / reps;
+    std::printf("    %-58s %10.3f %6.1f%% %8d\n", name.substr(0, 58).c_str(), 1e3 * s / reps, 100 * s / reps / step,
+                g_times.calls[name] / reps);
+  }
+  std::printf("    %-58s %10.3f %6.1f%%\n", "LibTorch + glue (step - kernels)", 1e3 * (step - kernels),
+              100 * (step - kernels) / step);
+}
+
 int run_case_mode(const std::string& case_path, const std::string& potential_path, EvaluatorOptions options, int reps,
-                  int warmup, const std::string& forces_out) {
+                  int warmup, const std::string& forces_out, const CaseProfiles& profiles) {
   const Precision prec = options.precision;
   const Potential pot = read_potential(potential_path);
   const CaseData c = read_case(case_path);
@@ -396,6 +419,19 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
       plan.predicted_bytes, options.memory_budget, N, E, median, ts.c_str(), graph_s, peak,
       Evaluator::torch_device_peak_bytes(), ev.workspace_bytes(), res.energy, ev.cuda_graph_captures(),
       ev.cuda_graph_replays());
+  if (profiles.torch_profile) {
+    double step = 0;
+    {
+      const KernelTimingPass timing;
+      const auto t0 = Clock::now();
+      for (int r = 0; r < reps; ++r) ev.compute(graph, x, what);
+      step = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
+    }
+    print_kernel_split(reps, step);
+    profiling::profile_steps(reps, median, [&] { ev.compute(graph, x, what); }, profiles.trace_path);
+  }
+  if (profiles.memory_profile)
+    profiling::memory_profile([&] { ev.compute(graph, x, what); }, E, prec == Precision::fp64 ? 8 : 4);
   return 0;
 }
 
@@ -474,7 +510,8 @@ int main(int argc, char** argv) {
                    "[--activations auto|keep|recompute [--edge-chunk N]] [--memory-budget GB] [--forces-out PREFIX] "
                    "[--torch-profile [--trace FILE]] [--memory-profile]\n"
                    "       %s --case FILE --potential FILE [--precision P] [--activations A] [--memory-budget GB] "
-                   "[--cuda-graph] [--reps N] [--warmup N] [--forces-out FILE]\n",
+                   "[--cuda-graph] [--reps N] [--warmup N] [--forces-out FILE] [--torch-profile [--trace FILE]] "
+                   "[--memory-profile]\n",
                    argv[0], argv[0]);
       return 2;
     }
@@ -514,7 +551,11 @@ int main(int argc, char** argv) {
   }
   if (!case_path.empty()) {
     try {
-      return run_case_mode(case_path, potential_path, options, reps, warmup, forces_out);
+      CaseProfiles profiles;
+      profiles.torch_profile = torch_profile;
+      profiles.memory_profile = memory_profile;
+      profiles.trace_path = trace_path;
+      return run_case_mode(case_path, potential_path, options, reps, warmup, forces_out, profiles);
     } catch (const std::exception& e) {
       std::printf("RESULT {\"error\": \"%s\"}\n", json_escaped(e.what()).c_str());
       return 1;
