@@ -265,13 +265,13 @@ std::string ModelV2::set_system(const SystemInputs& in) {
   return log.str();
 }
 
+// z_send, z_recv: int32 table rows per edge. The LayerNorm + SiLU pairs are one kernel each
+// (layer_norm_silu.hpp), the first with the atom-pair tables added inside it.
 Tensor ModelV2::radial_hidden(const Radial& r, const Tensor& gauss, const Tensor& z_send, const Tensor& z_recv) const {
-  Tensor a = r.table_src.index_select(0, z_send) + r.table_tgt.index_select(0, z_recv);
-  a.addmm_(gauss, r.w0_gauss.t());
-  const std::vector<std::int64_t> shape = {r.ln0_w.size(0)};
-  a = F::silu(torch::layer_norm(a, shape, r.ln0_w, r.ln0_b, 1e-5));
-  a = torch::addmm(r.b1, a, r.w1.t());
-  return F::silu(torch::layer_norm(a, shape, r.ln1_w, r.ln1_b, 1e-5));
+  constexpr double kLayerNormEps = 1e-5;  // torch.nn.LayerNorm's default, fairchem RadialMLP's
+  Tensor a = layer_norm_silu(gauss.mm(r.w0_gauss.t()), r.ln0_w, r.ln0_b, kLayerNormEps,
+                             {r.table_src, r.table_tgt, z_send, z_recv});
+  return layer_norm_silu(torch::addmm(r.b1, a, r.w1.t()), r.ln1_w, r.ln1_b, kLayerNormEps);
 }
 
 // fairchem rms_norm_sh: centre l = 0 over channels; one scale per atom from the degree-balanced
@@ -383,7 +383,7 @@ Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec>
 
   const Tensor z = bridge::tensor_of(graph.species, {N}).to(torch::kLong) + 1;  // species index = Z - 1
   const Tensor recv = bridge::tensor_of(g.recv, {E}).to(torch::kLong), send = bridge::tensor_of(g.send, {E}).to(torch::kLong);
-  const Tensor z_recv = z.index_select(0, recv), z_send = z.index_select(0, send);
+  const Tensor z_recv = z.index_select(0, recv).to(torch::kInt32), z_send = z.index_select(0, send).to(torch::kInt32);
   const int D = (L + 1) * (L + 1);
 
   const Tensor h0 = m_atom_embedding.index_select(0, z) + m_system_embedding;

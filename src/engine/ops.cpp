@@ -13,6 +13,7 @@
 
 #include "band_layout.hpp"
 #include "edge_frame_pack.hpp"
+#include "layer_norm_silu.hpp"
 #include "radial.hpp"
 #include "rms_norm.hpp"
 #include "so2_gate.hpp"
@@ -489,6 +490,64 @@ struct RmsNormFn : public torch::autograd::Function<RmsNormFn> {
   }
 };
 
+// ---- layer_norm_silu (model v2's radial MLP hidden layers) -------------------------------------
+template <class Real>
+kk::LayerNormSilu<Exec, Real> layer_norm_silu_functor(const Tensor& a, const Tensor& w, const Tensor& b, double eps,
+                                                      const EdgeEmbeddingAdd& add) {
+  kk::LayerNormSilu<Exec, Real> f;
+  f.a = bridge::view2<const Real>(a, "radial rows");
+  f.w = bridge::view1<const Real>(w, "layer norm weight");
+  f.b = bridge::view1<const Real>(b, "layer norm bias");
+  if (add.table_src.defined()) {
+    f.table_src = bridge::view2<const Real>(add.table_src, "source embedding table");
+    f.table_tgt = bridge::view2<const Real>(add.table_tgt, "target embedding table");
+    f.z_send = bridge::view1<const int>(add.row_send, "source table rows");
+    f.z_recv = bridge::view1<const int>(add.row_recv, "target table rows");
+  }
+  f.width = static_cast<int>(a.size(1));
+  f.eps = eps;
+  return f;
+}
+
+struct LayerNormSiluFn : public torch::autograd::Function<LayerNormSiluFn> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& a, const Tensor& w, const Tensor& b, double eps,
+                        std::int64_t add_handle) {
+    const auto& add = *reinterpret_cast<const EdgeEmbeddingAdd*>(add_handle);
+    Tensor y = torch::empty_like(a);
+    const Exec exec = bridge::exec_instance();
+    with_real(a.scalar_type(), [&](auto real) {
+      using Real = decltype(real);
+      auto f = layer_norm_silu_functor<Real>(a, w, b, eps, add);
+      f.y = bridge::view2<Real>(y, "layer norm silu output");
+      kk::layer_norm_silu_forward(exec, f, static_cast<int>(a.size(0)));
+    });
+    fence_for_torch(exec);
+    // The tables and their rows are kept by value (tensors share storage): the caller's
+    // EdgeEmbeddingAdd need not outlive the backward pass.
+    ctx->save_for_backward({a, w, b, add.table_src, add.table_tgt, add.row_send, add.row_recv});
+    ctx->saved_data["eps"] = eps;
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const Tensor &a = saved[0], &w = saved[1], &b = saved[2];
+    const EdgeEmbeddingAdd add{saved[3], saved[4], saved[5], saved[6]};
+    const Tensor gy = grad_or_zeros(grads[0], a.sizes(), a.scalar_type());
+    Tensor grad_a = torch::empty_like(a);
+    const Exec exec = bridge::exec_instance();
+    with_real(a.scalar_type(), [&](auto real) {
+      using Real = decltype(real);
+      auto f = layer_norm_silu_functor<Real>(a, w, b, ctx->saved_data["eps"].toDouble(), add);
+      f.grad_y = bridge::view2<const Real>(gy, "grad layer norm silu output");
+      f.grad_a = bridge::view2<Real>(grad_a, "grad radial rows");
+      kk::layer_norm_silu_backward(exec, f, static_cast<int>(a.size(0)));
+    });
+    fence_for_torch(exec);
+    return {grad_a, Tensor(), Tensor(), Tensor(), Tensor()};
+  }
+};
+
 // ---- node exchange (per-layer ghost features) -------------------------------------------------
 NodeRows rows_of(const Tensor& t) {
   NodeRows r;
@@ -618,6 +677,28 @@ torch::Tensor so2_linear(const torch::Tensor& x, const So2Plan& plan) {
 
 torch::Tensor so2_gate(const torch::Tensor& z, int lmax, int mmax, int channels) {
   return So2GateFn::apply(z.contiguous(), lmax, mmax, channels);
+}
+
+torch::Tensor layer_norm_silu(const torch::Tensor& a, const torch::Tensor& w, const torch::Tensor& b, double eps,
+                              const EdgeEmbeddingAdd& add) {
+  const auto H = a.dim() == 2 ? a.size(1) : -1;
+  if (H < 1 || w.dim() != 1 || w.size(0) != H || b.dim() != 1 || b.size(0) != H || w.scalar_type() != a.scalar_type() ||
+      b.scalar_type() != a.scalar_type())
+    throw ComputeError("edgeframe: layer_norm_silu wants a [E, H] and w, b [H] of one dtype");
+  if (add.table_src.defined()) {
+    const auto E = a.size(0);
+    if (!add.table_tgt.defined() || add.table_src.dim() != 2 || add.table_src.size(1) != H ||
+        add.table_tgt.dim() != 2 || add.table_tgt.size(1) != H || add.row_send.numel() != E ||
+        add.row_recv.numel() != E || add.row_send.scalar_type() != torch::kInt32 ||
+        add.row_recv.scalar_type() != torch::kInt32)
+      throw ComputeError("edgeframe: layer_norm_silu's embedding add wants tables [Z, H] and int32 rows [E]");
+  }
+  EdgeEmbeddingAdd contiguous = add;
+  if (add.table_src.defined())
+    contiguous = {add.table_src.contiguous(), add.table_tgt.contiguous(), add.row_send.contiguous(),
+                  add.row_recv.contiguous()};
+  return LayerNormSiluFn::apply(a.contiguous(), w.contiguous(), b.contiguous(), eps,
+                                reinterpret_cast<std::int64_t>(&contiguous));
 }
 
 torch::Tensor rms_norm(const torch::Tensor& h, const torch::Tensor& scale, int lmax, double eps) {

@@ -108,6 +108,16 @@ torch::Tensor so2_gate(const torch::Tensor& z, int lmax, int mmax, int channels)
 // scale [lmax+1, C] -> [N, (lmax+1)^2, C]; mean and rms in double for every dtype.
 torch::Tensor rms_norm(const torch::Tensor& h, const torch::Tensor& scale, int lmax, double eps);
 
+// LayerNorm + SiLU of each row (layer_norm_silu.hpp): a [E, H] -> silu(LayerNorm(x) w + b),
+// x = a + table_src[row_send] + table_tgt[row_recv] where the tables are defined (model v2's
+// first radial hidden layer: the atom-pair embedding). Gradient with respect to a only.
+struct EdgeEmbeddingAdd {
+  torch::Tensor table_src, table_tgt;  // [Z, H], the dtype of a; undefined: no add
+  torch::Tensor row_send, row_recv;    // [E] int32 table rows
+};
+torch::Tensor layer_norm_silu(const torch::Tensor& a, const torch::Tensor& w, const torch::Tensor& b, double eps,
+                              const EdgeEmbeddingAdd& add = {});
+
 // h [N, D, C] -> the same features with every ghost row replaced by its owner's (forward
 // communication through step.exchange); backward: ghost-row gradients are added to their
 // owners' rows and zeroed (reverse communication). Always returns a new tensor.
