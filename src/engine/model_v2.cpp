@@ -222,17 +222,6 @@ std::string ModelV2::set_system(const SystemInputs& in) {
     m_layers.push_back(std::move(lw));
   }
   m_degree_radial = make_radial("edge_degree.radial");
-  // rms_norm_sh's per-row weights 1/((L+1)(2l+1)) and row degrees, made once (a host-to-device
-  // copy per call would wait for the device).
-  std::vector<double> row_weight;
-  std::vector<std::int64_t> row_degree;
-  for (int l = 0; l <= L; ++l)
-    for (int k = 0; k < 2 * l + 1; ++k) {
-      row_weight.push_back(1.0 / ((2 * l + 1) * (L + 1)));
-      row_degree.push_back(l);
-    }
-  m_norm_row_weight = dev(torch::tensor(row_weight, torch::kFloat64)).view({1, -1, 1});
-  m_norm_row_degree = torch::tensor(row_degree, torch::kLong).to(bridge::device());
   m_atom_embedding = dev(host("atom_embedding"));
   m_system_embedding = dev(emb);
   m_final_w = dev(host("final_norm.weight"));
@@ -274,15 +263,9 @@ Tensor ModelV2::radial_hidden(const Radial& r, const Tensor& gauss, const Tensor
   return layer_norm_silu(torch::addmm(r.b1, a, r.w1.t()), r.ln1_w, r.ln1_b, kLayerNormEps);
 }
 
-// fairchem rms_norm_sh: centre l = 0 over channels; one scale per atom from the degree-balanced
-// mean square sum_l 1/(L+1) 1/(2l+1) sum_m mean_c x^2; affine weight per (l, c), bias on l = 0.
+// fairchem rms_norm_sh (ops.hpp: one kernel per direction).
 Tensor ModelV2::rms_norm_sh(const Tensor& h, const Tensor& w, const Tensor& b) const {
-  const int L = m_cfg.lmax, D = (L + 1) * (L + 1);
-  const Tensor h0 = h.narrow(1, 0, 1);
-  const Tensor x = torch::cat({h0 - h0.mean(2, true), h.narrow(1, 1, D - 1)}, 1);
-  const Tensor ms = (x * x * m_norm_row_weight).sum(1, true).mean(2, true);  // [N, 1, 1]
-  const Tensor out = x * torch::rsqrt(ms + m_cfg.norm_eps) * w.index_select(0, m_norm_row_degree).unsqueeze(0);
-  return torch::cat({out.narrow(1, 0, 1) + b.view({1, 1, -1}), out.narrow(1, 1, D - 1)}, 1);
+  return impl::rms_norm_sh(h, w, b, m_cfg.lmax, m_cfg.norm_eps);
 }
 
 // Spectral FFN: per-degree linears, SiLU on l = 0, l >= 1 gated by sigmoid(SiLU(Linear(l = 0))).
@@ -400,8 +383,8 @@ Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec>
     // Exchange mode: ghost rows come from their owners before every layer (layer 0 too: the
     // edge-degree embedding of a ghost sums over edges this rank does not hold).
     if (step.exchange) h = node_exchange(h, step);
-    Tensor n = rms_norm_sh(h, lw.norm1_w, lw.norm1_b);
-    n = torch::cat({(n.narrow(1, 0, 1) + m_system_embedding.view({1, 1, -1})), n.narrow(1, 1, D - 1)}, 1);
+    // fairchem adds the system embedding to the normalised degree 0: as part of the norm's bias.
+    const Tensor n = rms_norm_sh(h, lw.norm1_w, lw.norm1_b + m_system_embedding.view({-1}));
     const Tensor a = radial_hidden(lw.radial, gauss, z_send, z_recv);
     Tensor u = edge_frame_pack(n, band, a, lw.radial.w2, lw.radial.b2, step);
     Tensor zz = so2_linear(u.reshape({E, lw.so2_1.x_width}), lw.so2_1);

@@ -67,7 +67,6 @@ class ModelV2 {
   Radial m_degree_radial;
   torch::Tensor m_atom_embedding, m_system_embedding, m_final_w, m_final_b;
   torch::Tensor m_head_w0, m_head_b0, m_head_w1, m_head_b1, m_head_w2, m_head_b2, m_refs;
-  torch::Tensor m_norm_row_weight, m_norm_row_degree;  // rms_norm_sh: [1, D, 1] weights, [D] degrees
   double m_rmsd = 1, m_mean = 0, m_charge = 0, m_spin = 0;
   double m_total_atoms = 0;  // of the whole system (set_system's composition)
 };

@@ -16,6 +16,7 @@
 #include "layer_norm_silu.hpp"
 #include "radial.hpp"
 #include "rms_norm.hpp"
+#include "rms_norm_sh.hpp"
 #include "so2_gate.hpp"
 #include "unrotate_aggregate.hpp"
 #include "wigner_band.hpp"
@@ -548,6 +549,56 @@ struct LayerNormSiluFn : public torch::autograd::Function<LayerNormSiluFn> {
   }
 };
 
+// ---- rms_norm_sh (model v2's norm of node features) ------------------------------------------
+template <class Real>
+kk::RmsNormSh<Exec, Real> rms_norm_sh_functor(const Tensor& h, const Tensor& w, const Tensor& b, int lmax, double eps) {
+  kk::RmsNormSh<Exec, Real> f;
+  f.h = bridge::view3<const Real>(h, "node features");
+  f.w = bridge::view2<const Real>(w, "norm weight");
+  f.b = bridge::view1<const Real>(b, "norm bias");
+  f.lmax = lmax;
+  f.channels = static_cast<int>(h.size(2));
+  f.eps = eps;
+  return f;
+}
+
+struct RmsNormShFn : public torch::autograd::Function<RmsNormShFn> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& h, const Tensor& w, const Tensor& b, std::int64_t lmax,
+                        double eps) {
+    Tensor out = torch::empty_like(h);
+    const Exec exec = bridge::exec_instance();
+    with_real(h.scalar_type(), [&](auto real) {
+      using Real = decltype(real);
+      auto f = rms_norm_sh_functor<Real>(h, w, b, static_cast<int>(lmax), eps);
+      f.out = bridge::view3<Real>(out, "normalised features");
+      kk::rms_norm_sh_forward(exec, f, static_cast<int>(h.size(0)));
+    });
+    fence_for_torch(exec);
+    ctx->save_for_backward({h, w, b});
+    ctx->saved_data["lmax"] = lmax;
+    ctx->saved_data["eps"] = eps;
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const Tensor &h = saved[0], &w = saved[1], &b = saved[2];
+    const Tensor g = grad_or_zeros(grads[0], h.sizes(), h.scalar_type());
+    Tensor grad_h = torch::empty_like(h);
+    const Exec exec = bridge::exec_instance();
+    with_real(h.scalar_type(), [&](auto real) {
+      using Real = decltype(real);
+      auto f = rms_norm_sh_functor<Real>(h, w, b, static_cast<int>(ctx->saved_data["lmax"].toInt()),
+                                         ctx->saved_data["eps"].toDouble());
+      f.grad_out = bridge::view3<const Real>(g, "grad normalised features");
+      f.grad_h = bridge::view3<Real>(grad_h, "grad node features");
+      kk::rms_norm_sh_backward(exec, f, static_cast<int>(h.size(0)));
+    });
+    fence_for_torch(exec);
+    return {grad_h, Tensor(), Tensor(), Tensor(), Tensor()};
+  }
+};
+
 // ---- node exchange (per-layer ghost features) -------------------------------------------------
 NodeRows rows_of(const Tensor& t) {
   NodeRows r;
@@ -699,6 +750,15 @@ torch::Tensor layer_norm_silu(const torch::Tensor& a, const torch::Tensor& w, co
                   add.row_recv.contiguous()};
   return LayerNormSiluFn::apply(a.contiguous(), w.contiguous(), b.contiguous(), eps,
                                 reinterpret_cast<std::int64_t>(&contiguous));
+}
+
+torch::Tensor rms_norm_sh(const torch::Tensor& h, const torch::Tensor& w, const torch::Tensor& b, int lmax,
+                          double eps) {
+  const int D = (lmax + 1) * (lmax + 1);
+  if (h.dim() != 3 || h.size(1) != D || w.dim() != 2 || w.size(0) != lmax + 1 || w.size(1) != h.size(2) ||
+      b.numel() != h.size(2) || w.scalar_type() != h.scalar_type() || b.scalar_type() != h.scalar_type())
+    throw ComputeError("edgeframe: rms_norm_sh wants h [N, (lmax+1)^2, C], w [lmax+1, C], b [C] of one dtype");
+  return RmsNormShFn::apply(h.contiguous(), w.contiguous(), b.reshape({-1}).contiguous(), lmax, eps);
 }
 
 torch::Tensor rms_norm(const torch::Tensor& h, const torch::Tensor& scale, int lmax, double eps) {
