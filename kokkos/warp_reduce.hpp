@@ -91,6 +91,18 @@ struct EdgeLanes {
 #endif
     return lanes;
   }
+  // The sum of v over the lanes, on every lane (an xor butterfly: each round adds the same two
+  // values on both partners, so every lane ends with the same bits).
+  KOKKOS_INLINE_FUNCTION double all_sum(double v) const {
+    if constexpr (count == 1) {
+      return v;
+    } else {
+#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDA_ARCH__)
+      for (int offset = kWarpLanes / 2; offset >= 1; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+#endif
+      return v;
+    }
+  }
   // Sums part[t] over the lanes for every t < NV and calls write(t, sum) once per t, on one lane
   // (all lanes must call it together: no lane may have returned).
   template <int NV, class Write>

@@ -506,6 +506,7 @@ kk::LayerNormSilu<Exec, Real> layer_norm_silu_functor(const Tensor& a, const Ten
     f.z_recv = bridge::view1<const int>(add.row_recv, "target table rows");
   }
   f.width = static_cast<int>(a.size(1));
+  f.rows = static_cast<int>(a.size(0));
   f.eps = eps;
   return f;
 }
@@ -520,7 +521,7 @@ struct LayerNormSiluFn : public torch::autograd::Function<LayerNormSiluFn> {
       using Real = decltype(real);
       auto f = layer_norm_silu_functor<Real>(a, w, b, eps, add);
       f.y = bridge::view2<Real>(y, "layer norm silu output");
-      kk::layer_norm_silu_forward(exec, f, static_cast<int>(a.size(0)));
+      kk::layer_norm_silu_forward(exec, f);
     });
     fence_for_torch(exec);
     // The tables and their rows are kept by value (tensors share storage): the caller's
@@ -542,7 +543,7 @@ struct LayerNormSiluFn : public torch::autograd::Function<LayerNormSiluFn> {
       auto f = layer_norm_silu_functor<Real>(a, w, b, ctx->saved_data["eps"].toDouble(), add);
       f.grad_y = bridge::view2<const Real>(gy, "grad layer norm silu output");
       f.grad_a = bridge::view2<Real>(grad_a, "grad radial rows");
-      kk::layer_norm_silu_backward(exec, f, static_cast<int>(a.size(0)));
+      kk::layer_norm_silu_backward(exec, f);
     });
     fence_for_torch(exec);
     return {grad_a, Tensor(), Tensor(), Tensor(), Tensor()};
