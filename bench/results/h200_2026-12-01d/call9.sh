@@ -6,6 +6,7 @@
 set -u
 T0=$SECONDS
 R=$OUT/r; mkdir -p $R
+pack() { tar -C $OUT -cJf $OUT/results.tar.xz r; }  # after every stage: a call cut short still returns
 mkdir -p /tmp/head && tar xzf .device/src-head.tar.gz -C /tmp/head && ln -sfn $PWD/.device /tmp/head/.device
 cd /tmp/head
 export BUILD_TARGETS="edgeframeplugin edgeframe_bench" NO_STATE=1
@@ -14,15 +15,15 @@ source "$(scripts/bootstrap.sh --gpu --print-env)"; export LD_LIBRARY_PATH="$LAM
 export PATH="$LAMMPS_ROOT/bin:$PATH"
 bash .device/fairchem-wheels/INSTALL.sh /tmp/fcpkgs > $R/install.log 2>&1; echo "install rc $?"
 PYTHONPATH=/tmp/fcpkgs PYTHONUNBUFFERED=1 timeout 110 python3 bench/fairchem_gpu_speed.py --workdir /tmp/fcspeed \
-  --out $R/fairchem-speed.jsonl --paths fast_gpu_tf32 --steps 10 --budget 95 > $R/fairchem-speed.log 2>&1
-echo "fairchem rc $? at $((SECONDS - T0)) s"; sed -n '/| structure/,$p' $R/fairchem-speed.log | head -6
+  --out $R/fairchem-speed.jsonl --paths fast_gpu_tf32 --steps 10 --budget 95 > $R/fairchem-speed.log 2>&1; rc=$?
+pack; echo "fairchem rc $rc at $((SECONDS - T0)) s"; sed -n '/| structure/,$p' $R/fairchem-speed.log | head -6
 POT=/tmp/fcspeed/uma-s-1p2-full.safetensors
 TIME_LEFT=$((330 - (SECONDS - T0))) V2_LAMMPS_TAGS=" " V2_PRECISIONS="tf32" \
   bench/v2_gpu_measure.sh $POT $R/v2 /tmp/fcspeed/ref > $R/v2.log 2>&1
-cat $R/v2.log
+pack; cat $R/v2.log
 [[ $((345 - (SECONDS - T0))) -gt 20 ]] && timeout 25 build-gpu/bench/edgeframe_bench --case $R/v2/cases/diamond4096.case \
   --potential $POT --precision tf32 --reps 5 --warmup 2 --torch-profile > $R/profile-diamond4096-tf32.log 2>&1
 echo "profile rc $? at $((SECONDS - T0)) s"
 rm -rf $R/v2/cases/*.data $R/v2/forces-*.dump
-tar -C $OUT -cJf $OUT/results.tar.xz r && rm -rf $R
+pack && rm -rf $R
 echo "total $((SECONDS - T0)) s"
