@@ -64,20 +64,6 @@ constexpr bool kCudaGraphs = true;  // EvaluatorOptions::cuda_graph takes effect
 constexpr bool kCudaGraphs = false;
 #endif
 
-// cuBLAS TF32 for the GEMMs of one compute() call (tf32 mode), restored afterwards: the switch
-// is process-wide in torch and other code in the process (a second pair style) must not see it.
-class Tf32Scope {
- public:
-  explicit Tf32Scope(bool on) : m_prev(at::globalContext().allowTF32CuBLAS()) {
-    at::globalContext().setAllowTF32CuBLAS(on);
-  }
-  ~Tf32Scope() { at::globalContext().setAllowTF32CuBLAS(m_prev); }
-  Tf32Scope(const Tf32Scope&) = delete;
-  Tf32Scope& operator=(const Tf32Scope&) = delete;
-
- private:
-  bool m_prev;
-};
 
 #ifdef KOKKOS_ENABLE_CUDA
 // One counter of torch's caching allocator on the current device, over all its pools (current,
@@ -589,7 +575,7 @@ Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
   if (what.roll.extent(0) != 0 && what.roll.extent(0) != std::size_t(E))
     throw InputError("Evaluator::compute: roll must have one angle per edge");
   torch::InferenceMode inference_off(false);  // we need autograd even if a caller disabled it
-  const Tf32Scope tf32(m.precision == Precision::tf32);
+  const impl::Tf32Scope tf32(m.precision == Precision::tf32);
   Workspace& ws = m.workspace;
   const Exec exec = bridge::exec_instance();
 
@@ -612,14 +598,7 @@ Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
     const impl::StepTimer timer(step, &StepTimes::geometry);
     kk::compute_edge_vectors(exec, g, positions, vec);
   }
-  Result res;
-  res.energies = kk::View1<double, Exec>(ws.take<double>(Workspace::kEnergies, N), N);
-  res.forces = kk::Vec3View<double, Exec>(ws.take<double>(Workspace::kForces, std::size_t(N) * 3), N);
-  res.atom_virial = kk::View2<double, Exec>(ws.take<double>(Workspace::kAtomVirial, std::size_t(N) * 9), N, 9);
-  const int n_chunks =
-      std::max({(E + kk::kSumChunk - 1) / kk::kSumChunk, (graph.n_local + kk::kSumChunk - 1) / kk::kSumChunk, 1});
-  kk::View2<double, Exec> partials(ws.take<double>(Workspace::kPartials, std::size_t(n_chunks) * 10), n_chunks, 10);
-  kk::View1<double, Exec> sums(ws.take<double>(Workspace::kSums, 10), 10);
+  impl::StepOutputs out = impl::take_step_outputs(ws, N, E, graph.n_local);
 #ifndef KOKKOS_ENABLE_CUDA
   exec.fence("edgeframe: edge vectors handed to torch");  // on CUDA torch runs on the kernels' stream
 #endif
@@ -718,49 +697,11 @@ Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
     grad_vec = torch::autograd::grad({e_local}, {vec_t}, {}, false, false, true)[0];
   }
   m.layers_recomputed += step.layers_recomputed;
-  if (step.exchange) {
-    // Every rank must make the same sequence of reverse calls (exchange.hpp), also when this
-    // one skipped the backward pass (no edges, nothing asked): the missing ones carry zeros.
-    const int expected = cfg.layers - 1;
-    if (step.exchange_reverse_calls > expected)
-      throw ComputeError("edgeframe: the backward pass made " + std::to_string(step.exchange_reverse_calls) +
-                         " reverse exchanges for " + std::to_string(expected) + " exchanged layers");
-    if (step.exchange_reverse_calls < expected) {
-      const Tensor zero = torch::zeros({N, cfg.num_coeffs(), cfg.channels}, h.options().requires_grad(false));
-      NodeRows rows;
-      rows.data = zero.data_ptr();
-      rows.type = m.dtype == torch::kFloat64 ? RowType::f64 : RowType::f32;
-      rows.rows = N;
-      rows.width = cfg.num_coeffs() * cfg.channels;
-      const impl::StepTimer timer(step, &StepTimes::exchange);
-      exec.fence("edgeframe: zero rows handed to the exchange");
-      for (int k = step.exchange_reverse_calls; k < expected; ++k) step.exchange->reverse(rows);
-    }
-  }
-  // dE/dr_e lives in the workspace (the geometry backward writes it there); anything else is
-  // copied in, so that Result::edge_grad outlives this call.
-  res.edge_grad = kk::Vec3View<double, Exec>(ws.take<double>(Workspace::kGradVec, std::size_t(E) * 3), E);
-  const Tensor edge_grad_t = bridge::tensor_of(res.edge_grad, {E, 3});
-  if (!grad_vec.defined())
-    edge_grad_t.zero_();
-  else if (grad_vec.data_ptr() != edge_grad_t.data_ptr())
-    edge_grad_t.copy_(grad_vec);
-  const Tensor energies64 = energies.detach().to(torch::kFloat64).contiguous();
-  kk::Vec3View<const double, Exec> gv = res.edge_grad;
-  Kokkos::deep_copy(exec, res.energies, kk::View1<const double, Exec>(energies64.data_ptr<double>(), N));
-
-  kk::NodeForces<Exec> nf{g.recv_offsets,
-                          g.send_offsets,
-                          g.send_edges,
-                          vec,
-                          gv,
-                          res.forces,
-                          what.atom_virial ? res.atom_virial : kk::View2<double, Exec>()};
-  const impl::StepTimer sums_timer(step, &StepTimes::geometry);
-  if (grad) kk::node_forces(exec, nf, N);
-  kk::GlobalSums<Exec> gs{vec, gv, res.energies, partials, sums, E, graph.n_local, n_chunks};
-  kk::global_sums(exec, gs);
-  return DeviceStep{res, sums, grad, graph.n_local};
+  // Exchange mode: T - 1 exchanged layers (layer 0's input is the embedding of the node's own
+  // species, the same on every rank).
+  impl::pad_reverse_exchanges(step, cfg.layers - 1, N, cfg.num_coeffs() * cfg.channels);
+  impl::finish_forces_and_sums(step, out, vec, grad_vec, energies, graph.n_local, grad, what.atom_virial);
+  return DeviceStep{out.res, out.sums, grad, graph.n_local};
 }
 
 Result Evaluator::Impl::finish(const DeviceStep& d) { return impl::finish_step(d.res, d.sums, d.n_local, d.grad); }

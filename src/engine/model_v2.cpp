@@ -20,20 +20,6 @@ namespace F = torch::nn::functional;
 
 namespace {
 
-// cuBLAS TF32 for one compute() call (tf32 mode), restored afterwards (process-wide switch).
-class Tf32Scope {
- public:
-  explicit Tf32Scope(bool on) : m_prev(at::globalContext().allowTF32CuBLAS()) {
-    at::globalContext().setAllowTF32CuBLAS(on);
-  }
-  ~Tf32Scope() { at::globalContext().setAllowTF32CuBLAS(m_prev); }
-  Tf32Scope(const Tf32Scope&) = delete;
-  Tf32Scope& operator=(const Tf32Scope&) = delete;
-
- private:
-  bool m_prev;
-};
-
 // The reduce of one step and how often its backward ran (every rank must make the same calls).
 struct ReduceCalls {
   GlobalReduce* reduce = nullptr;
@@ -341,14 +327,7 @@ Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec>
 
   kk::Vec3View<double, Exec> vec(ws.take<double>(Workspace::kVec, std::size_t(E) * 3), E);
   kk::compute_edge_vectors(exec, g, positions, vec);
-  Result res;
-  res.energies = kk::View1<double, Exec>(ws.take<double>(Workspace::kEnergies, N), N);
-  res.forces = kk::Vec3View<double, Exec>(ws.take<double>(Workspace::kForces, std::size_t(N) * 3), N);
-  res.atom_virial = kk::View2<double, Exec>(ws.take<double>(Workspace::kAtomVirial, std::size_t(N) * 9), N, 9);
-  const int n_chunks =
-      std::max({(E + kk::kSumChunk - 1) / kk::kSumChunk, (graph.n_local + kk::kSumChunk - 1) / kk::kSumChunk, 1});
-  kk::View2<double, Exec> partials(ws.take<double>(Workspace::kPartials, std::size_t(n_chunks) * 10), n_chunks, 10);
-  kk::View1<double, Exec> sums(ws.take<double>(Workspace::kSums, 10), 10);
+  StepOutputs out = take_step_outputs(ws, N, E, graph.n_local);
 #ifndef KOKKOS_ENABLE_CUDA
   exec.fence("edgeframe: edge vectors handed to torch");
 #endif
@@ -410,18 +389,10 @@ Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec>
     const Tensor e_local = energies.narrow(0, 0, graph.n_local).sum();
     grad_vec = torch::autograd::grad({e_local}, {vec_t}, {}, false, false, true)[0];
   }
-  // Every rank makes the same reverse exchanges and backward reductions, also one whose
-  // backward pass reached none of them (no edges): the missing ones carry zeros.
-  if (step.exchange && step.exchange_reverse_calls < cfg.layers) {
-    const Tensor zero = torch::zeros({N, D, C}, opts);
-    NodeRows nr;
-    nr.data = zero.data_ptr();
-    nr.type = m_dtype == torch::kFloat64 ? RowType::f64 : RowType::f32;
-    nr.rows = N;
-    nr.width = D * C;
-    exec.fence("edgeframe: zero rows handed to the exchange");
-    for (int k = step.exchange_reverse_calls; k < cfg.layers; ++k) step.exchange->reverse(nr);
-  }
+  // Every rank makes the same reverse exchanges (one per layer: layer 0's input, the
+  // edge-degree embedding, is exchanged too) and backward reductions, also one whose backward
+  // pass reached none of them (no edges): the missing ones carry zeros.
+  pad_reverse_exchanges(step, cfg.layers, N, D * C);
   const int balanced = (cfg.charge_balanced[1] > cfg.charge_balanced[0]) + (cfg.spin_balanced[1] > cfg.spin_balanced[0]);
   if (what.reduce && grad)
     for (int k = reduce_calls.backward; k < balanced * cfg.layers; ++k) {
@@ -430,21 +401,8 @@ Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec>
     }
   t_reduce_calls = nullptr;
 
-  res.edge_grad = kk::Vec3View<double, Exec>(ws.take<double>(Workspace::kGradVec, std::size_t(E) * 3), E);
-  const Tensor edge_grad_t = bridge::tensor_of(res.edge_grad, {E, 3});
-  if (!grad_vec.defined())
-    edge_grad_t.zero_();
-  else if (grad_vec.data_ptr() != edge_grad_t.data_ptr())
-    edge_grad_t.copy_(grad_vec);
-  const Tensor energies64 = energies.detach().to(torch::kFloat64).contiguous();
-  Kokkos::deep_copy(exec, res.energies, kk::View1<const double, Exec>(energies64.data_ptr<double>(), N));
-  kk::Vec3View<const double, Exec> gv = res.edge_grad;
-  kk::NodeForces<Exec> nf{g.recv_offsets, g.send_offsets, g.send_edges, vec, gv, res.forces,
-                          what.atom_virial ? res.atom_virial : kk::View2<double, Exec>()};
-  if (grad) kk::node_forces(exec, nf, N);
-  kk::GlobalSums<Exec> gs{vec, gv, res.energies, partials, sums, E, graph.n_local, n_chunks};
-  kk::global_sums(exec, gs);
-  return finish_step(res, sums, graph.n_local, grad);
+  finish_forces_and_sums(step, out, vec, grad_vec, energies, graph.n_local, grad, what.atom_virial);
+  return finish_step(out.res, out.sums, graph.n_local, grad);
 }
 
 }  // namespace edgeframe::impl

@@ -16,10 +16,6 @@
 
 namespace edgeframe::impl {
 
-// A finished step's device sums -> Result (host boundary); throws NonFiniteError naming the
-// first bad node (evaluator.cpp).
-Result finish_step(const Result& res, const kk::View1<double, Exec>& sums, int n_local, bool grad);
-
 class ModelV2 {
  public:
   ModelV2(const Potential& pot, const EvaluatorOptions& opt);

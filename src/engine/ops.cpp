@@ -13,6 +13,7 @@
 
 #include "band_layout.hpp"
 #include "edge_frame_pack.hpp"
+#include "forces.hpp"
 #include "layer_norm_silu.hpp"
 #include "radial.hpp"
 #include "rms_norm.hpp"
@@ -656,6 +657,58 @@ StepTimer::~StepTimer() {
   bridge::exec_instance().fence("edgeframe: timer stop");
   const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   m_times->*m_slot += now - m_start;
+}
+
+StepOutputs take_step_outputs(Workspace& ws, int N, int E, int n_local) {
+  StepOutputs out;
+  out.res.energies = kk::View1<double, Exec>(ws.take<double>(Workspace::kEnergies, N), N);
+  out.res.forces = kk::Vec3View<double, Exec>(ws.take<double>(Workspace::kForces, std::size_t(N) * 3), N);
+  out.res.atom_virial = kk::View2<double, Exec>(ws.take<double>(Workspace::kAtomVirial, std::size_t(N) * 9), N, 9);
+  out.n_chunks = std::max({(E + kk::kSumChunk - 1) / kk::kSumChunk, (n_local + kk::kSumChunk - 1) / kk::kSumChunk, 1});
+  out.partials = kk::View2<double, Exec>(ws.take<double>(Workspace::kPartials, std::size_t(out.n_chunks) * 10),
+                                         out.n_chunks, 10);
+  out.sums = kk::View1<double, Exec>(ws.take<double>(Workspace::kSums, 10), 10);
+  return out;
+}
+
+void pad_reverse_exchanges(StepContext& step, int expected, int N, int width) {
+  if (!step.exchange) return;
+  if (step.exchange_reverse_calls > expected)
+    throw ComputeError("edgeframe: the backward pass made " + std::to_string(step.exchange_reverse_calls) +
+                       " reverse exchanges for " + std::to_string(expected) + " exchanged layers");
+  if (step.exchange_reverse_calls == expected) return;
+  const Tensor zero = torch::zeros({N, width}, options(step.dtype));
+  NodeRows rows;
+  rows.data = zero.data_ptr();
+  rows.type = step.dtype == torch::kFloat64 ? RowType::f64 : RowType::f32;
+  rows.rows = N;
+  rows.width = width;
+  const StepTimer timer(step, &StepTimes::exchange);
+  bridge::exec_instance().fence("edgeframe: zero rows handed to the exchange");
+  for (int k = step.exchange_reverse_calls; k < expected; ++k) step.exchange->reverse(rows);
+}
+
+void finish_forces_and_sums(StepContext& step, StepOutputs& out, const kk::Vec3View<double, Exec>& vec,
+                            const Tensor& grad_vec, const Tensor& energies, int n_local, bool grad, bool atom_virial) {
+  const auto& g = step.graph;
+  const int N = g.n_nodes, E = g.n_edges;
+  const Exec exec = bridge::exec_instance();
+  Result& res = out.res;
+  res.edge_grad = kk::Vec3View<double, Exec>(step.workspace->take<double>(Workspace::kGradVec, std::size_t(E) * 3), E);
+  const Tensor edge_grad_t = bridge::tensor_of(res.edge_grad, {E, 3});
+  if (!grad_vec.defined())
+    edge_grad_t.zero_();
+  else if (grad_vec.data_ptr() != edge_grad_t.data_ptr())
+    edge_grad_t.copy_(grad_vec);
+  const Tensor energies64 = energies.detach().to(torch::kFloat64).contiguous();
+  Kokkos::deep_copy(exec, res.energies, kk::View1<const double, Exec>(energies64.data_ptr<double>(), N));
+  kk::Vec3View<const double, Exec> gv = res.edge_grad;
+  kk::NodeForces<Exec> nf{g.recv_offsets, g.send_offsets, g.send_edges, vec, gv, res.forces,
+                          atom_virial ? res.atom_virial : kk::View2<double, Exec>()};
+  const StepTimer timer(step, &StepTimes::geometry);
+  if (grad) kk::node_forces(exec, nf, N);
+  kk::GlobalSums<Exec> gs{vec, gv, res.energies, out.partials, out.sums, E, n_local, out.n_chunks};
+  kk::global_sums(exec, gs);
 }
 
 torch::autograd::variable_list edge_geometry(const torch::Tensor& vec, StepContext& step) {

@@ -47,6 +47,50 @@ class StepTimer {
   double m_start = 0.0;
 };
 
+// ---- step plumbing shared by model v1 (evaluator.cpp) and model v2 (model_v2.cpp) ----------
+
+// cuBLAS TF32 for the GEMMs of one compute() call (tf32 mode), restored afterwards: the switch
+// is process-wide in torch and other code in the process (a second pair style) must not see it.
+class Tf32Scope {
+ public:
+  explicit Tf32Scope(bool on) : m_prev(at::globalContext().allowTF32CuBLAS()) {
+    at::globalContext().setAllowTF32CuBLAS(on);
+  }
+  ~Tf32Scope() { at::globalContext().setAllowTF32CuBLAS(m_prev); }
+  Tf32Scope(const Tf32Scope&) = delete;
+  Tf32Scope& operator=(const Tf32Scope&) = delete;
+
+ private:
+  bool m_prev;
+};
+
+// A step's outputs in the workspace: per-node energies, forces and virials (Result), and the
+// fixed-order chunk partials and totals of the global sums.
+struct StepOutputs {
+  Result res;
+  kk::View2<double, bridge::Exec> partials;
+  kk::View1<double, bridge::Exec> sums;
+  int n_chunks = 1;
+};
+StepOutputs take_step_outputs(Workspace& ws, int n_nodes, int n_edges, int n_local);
+
+// Every rank must make the same sequence of reverse exchanges (exchange.hpp), also when this
+// one's backward pass made fewer (no edges, nothing asked): the missing ones carry zero rows
+// [N, width]. More than `expected` is a bug and throws. Timed as exchange.
+void pad_reverse_exchanges(StepContext& step, int expected, int n_nodes, int width);
+
+// The step's tail: dE/dr_e into Result::edge_grad (workspace memory, so that it outlives the
+// call; copied unless the geometry backward wrote it there; zeros without grad_vec), the
+// per-node energies in double, forces and per-atom virials from dE/dr_e (with grad), and the
+// global sums. vec: the step's edge vectors. Timed as geometry.
+void finish_forces_and_sums(StepContext& step, StepOutputs& out, const kk::Vec3View<double, bridge::Exec>& vec,
+                            const torch::Tensor& grad_vec, const torch::Tensor& energies, int n_local, bool grad,
+                            bool atom_virial);
+
+// A finished step's device sums -> Result (host boundary); throws NonFiniteError naming the
+// first bad node (evaluator.cpp).
+Result finish_step(const Result& res, const kk::View1<double, bridge::Exec>& sums, int n_local, bool grad);
+
 // vec [E, 3] float64 (leaf) -> {band [E, B], rbf [E, n_rbf], env [E]} in the compute dtype.
 // The band derivative is built in the same pass and kept in the workspace for the backward,
 // which returns dE/dvec in float64.

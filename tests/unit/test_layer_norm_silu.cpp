@@ -8,15 +8,13 @@
 
 #include "bridge.hpp"
 #include "ops.hpp"
+#include "tensor_compare.hpp"
 
 namespace {
 
 using namespace edgeframe;
 
-double rel(const torch::Tensor& a, const torch::Tensor& b) {
-  const auto da = a.to(torch::kFloat64), db = b.to(torch::kFloat64);
-  return (da - db).abs().max().item<double>() / db.abs().max().item<double>();
-}
+using test::rel;
 
 struct Case {
   torch::Dtype dtype;

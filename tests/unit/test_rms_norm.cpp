@@ -9,6 +9,7 @@
 
 #include "bridge.hpp"
 #include "ops.hpp"
+#include "tensor_compare.hpp"
 
 namespace {
 
@@ -24,10 +25,7 @@ torch::Tensor reference(const torch::Tensor& h, const torch::Tensor& scale, int 
   return torch::cat(parts, 1);
 }
 
-double rel(const torch::Tensor& a, const torch::Tensor& b) {
-  const auto da = a.to(torch::kFloat64), db = b.to(torch::kFloat64);
-  return (da - db).abs().max().item<double>() / db.abs().max().item<double>();
-}
+using test::rel;
 
 struct Case {
   torch::Dtype dtype;

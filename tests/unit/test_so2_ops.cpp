@@ -10,16 +10,14 @@
 #include "band_layout.hpp"
 #include "bridge.hpp"
 #include "ops.hpp"
+#include "tensor_compare.hpp"
 #include "so2_gate.hpp"
 
 namespace {
 
 using namespace edgeframe;
 
-double rel(const torch::Tensor& a, const torch::Tensor& b) {
-  const auto da = a.to(torch::kFloat64), db = b.to(torch::kFloat64);
-  return (da - db).abs().max().item<double>() / db.abs().max().item<double>();
-}
+using test::rel;
 
 struct Case {
   torch::Dtype dtype;
