@@ -17,9 +17,10 @@ UMA_DATASETS = {"omat": "omat", "omol": "omol", "oc20": "oc20", "omat_rattle": "
 
 
 def uma_like(experts=4, lmax=2, mmax=2, layers=2, channels=16, hidden=12, edge=16, gaussians=8,
-             cutoff=4.5, model_id="UMA-S-1.2", balanced=(0, 1, 2)):
+             cutoff=4.5, model_id="UMA-S-1.2", balanced=(0, 1, 2), single_head=False):
     """UMA-S 1.2's structure (MoE backbone, composition embedding, charge balancing, per-dataset
-    heads) at small widths."""
+    heads) at small widths. single_head: one head for every dataset (DatasetSpecificSingleHeadWrapper,
+    as UMA-M 1.1's configs/uma/training_release/uma_md_*.yaml); balanced=(): no charge balancing."""
     backbone = dict(
         model="fairchem.core.models.uma.escn_moe.eSCNMDMoeBackbone", num_experts=experts,
         use_composition_embedding=experts > 0, moe_dropout=0.0, composition_dropout=0.0,
@@ -30,13 +31,27 @@ def uma_like(experts=4, lmax=2, mmax=2, layers=2, channels=16, hidden=12, edge=1
         norm_type="rms_norm_sh", act_type="gate", ff_type="spectral", chg_spin_emb_type="rand_emb",
         cs_emb_grad=True, dataset_mapping=dict(UMA_DATASETS), dataset_emb_grad=True,
         charge_balanced_channels=list(balanced))
-    heads = {"energyandforcehead": dict(
-        module="fairchem.core.models.uma.escn_moe.DatasetSpecificMoEWrapper",
-        head_cls="fairchem.core.models.uma.escn_md.MLP_EFS_Head",
-        head_kwargs={"wrap_property": False}, dataset_mapping=dict(UMA_DATASETS))}
+    if single_head:
+        heads = {"energyandforcehead": dict(
+            module="fairchem.core.models.uma.escn_moe.DatasetSpecificSingleHeadWrapper",
+            head_cls="fairchem.core.models.uma.escn_md.MLP_EFS_Head",
+            head_kwargs={"wrap_property": False}, dataset_names=["omat", "omol", "oc20"])}
+    else:
+        heads = {"energyandforcehead": dict(
+            module="fairchem.core.models.uma.escn_moe.DatasetSpecificMoEWrapper",
+            head_cls="fairchem.core.models.uma.escn_md.MLP_EFS_Head",
+            head_kwargs={"wrap_property": False}, dataset_mapping=dict(UMA_DATASETS))}
     config = {"_target_": "fairchem.core.models.base.HydraModel", "backbone": backbone,
               "heads": heads, "pass_through_head_outputs": True, "model_id": model_id}
     return config, ["omat", "omol", "oc20"]
+
+
+def uma_m_like(**changes):
+    """UMA-M 1.1's structure (configs/uma/training_release/backbone/K10L4.yaml: lmax 4, mmax 2;
+    one head for all datasets; no charge balancing) at small widths and 3 of its 10 layers."""
+    args = dict(experts=4, lmax=4, mmax=2, layers=3, model_id="UMA-M-1.1", balanced=(), single_head=True)
+    args.update(changes)
+    return uma_like(**args)
 
 
 def esen_like(lmax=2, mmax=2, layers=2, channels=16, hidden=12, edge=16, gaussians=8, cutoff=4.5,

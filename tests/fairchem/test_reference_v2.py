@@ -10,7 +10,7 @@ import torch
 import convert_fairchem
 from edgeframe_ref.potential_io_v2 import load_model_v2, read_potential_v2
 from fairchem_side import fairchem_predict, predict_unit, reference_predict, structure
-from small_models import esen_like, uma_like, write_checkpoint
+from small_models import esen_like, uma_like, uma_m_like, write_checkpoint
 
 # fp64 agreement asked of model v2 (issue 24): 1e-10 relative, with a floor for values near 0.
 REL_FP64 = 1e-10
@@ -70,6 +70,19 @@ def test_esen_like_equals_fairchem(esen, name):
     atoms = structure(name)
     ref = fairchem_predict(unit, atoms, "omol", 0, None)
     ours = reference_predict(model, atoms, "omol", 0, None)
+    close(ours["energy"], ref["energy"], "energy")
+    close(ours["forces"], ref["forces"], "forces")
+    close(ours["energies"], ref["energies"], "per-atom energies")
+
+
+@pytest.mark.parametrize("name,task,charge,spin", [("mgo", "omat", 0, None), ("molecule", "omol", 1, 2)])
+def test_uma_m_like_equals_fairchem(tmp_path, name, task, charge, spin):
+    """UMA-M 1.1's structure (lmax 4, one head for all datasets, no charge balancing)."""
+    ckpt = write_checkpoint(tmp_path / "uma_m.pt", *uma_m_like(layers=2), seed=4, rmsd=1.423)
+    assert convert_fairchem.main([str(ckpt), str(tmp_path / "uma_m.safetensors")]) == 0
+    atoms = structure(name)
+    ref = fairchem_predict(predict_unit(ckpt), atoms, task, charge, spin)
+    ours = reference_predict(load_model_v2(tmp_path / "uma_m.safetensors"), atoms, task, charge, spin)
     close(ours["energy"], ref["energy"], "energy")
     close(ours["forces"], ref["forces"], "forces")
     close(ours["energies"], ref["energies"], "per-atom energies")

@@ -3,7 +3,8 @@ UMA-S 1.2's structure (4 experts, composition routing, charge balancing, per-dat
 converted by tools/convert_fairchem.py, gives fairchem's own energy, forces, stress and per-atom
 energies (tests/fairchem/make_lammps_cases.py runs fairchem in its venv and stores them), on
 periodic, triclinic and open structures, with task / charge / spin, in both ghost modes, on 1, 2
-and 4 MPI ranks and through edgeframe/kk."""
+and 4 MPI ranks and through edgeframe/kk. Also models of eSEN's structure at lmax 3 and UMA-M 1.1's
+at lmax 4, on fewer cases."""
 
 import os
 import subprocess
@@ -55,7 +56,7 @@ class Structure:
         return len(self.symbols)
 
 
-def run(lammps, tmp_path, cases, name, style="", nprocs=1, pre="", args=(), precision="fp64"):
+def run(lammps, tmp_path, cases, name, style="", nprocs=1, pre="", args=(), precision="fp64", model="uma"):
     rec = load(cases, name)
     atoms = Structure(rec)
     elements = sorted(set(atoms.symbols))
@@ -65,7 +66,7 @@ def run(lammps, tmp_path, cases, name, style="", nprocs=1, pre="", args=(), prec
         system += f" spin {int(rec['spin'])}"
     boundary = "p p p" if all(atoms.pbc) else "f f f"
     script = RUN_0_SCRIPT.format(boundary=boundary, precision=precision + system + style,
-                                 model=cases / "uma.safetensors", elements=" ".join(elements),
+                                 model=cases / f"{model}.safetensors", elements=" ".join(elements),
                                  nktv2p=METAL_NKTV2P, pre=pre, extra="")
     proc = lammps(script, nprocs=nprocs, args=args)
     assert proc.returncode == 0, proc.output[-3000:]
@@ -128,6 +129,19 @@ def test_kokkos_style_on_two_ranks_equals_fairchem(lammps, tmp_path, cases):
     rec, q, thermo, dump, _ = run(lammps, tmp_path, cases, "mgo", nprocs=2, pre="processors 2 1 1",
                                   args=KOKKOS_ARGS + ("-pk", "kokkos", "newton", "on", "neigh", "half"))
     check(rec, q, thermo, dump, per_atom=False)
+
+
+# The engine at degrees 3 and 4, with one head for all datasets and no charge balancing: eSEN's
+# structure at lmax 3 (as eSEN-30M) and UMA-M 1.1's at lmax 4 (make_lammps_cases.py OTHER_MODELS),
+# through both styles and on two ranks.
+@pytest.mark.parametrize("model,name,nprocs,args", [
+    ("esen_l3", "diamond", 1, ()), ("esen_l3", "molecule", 1, ()),
+    ("uma_m", "diamond", 1, ()), ("uma_m", "mgo", 1, ()), ("uma_m", "molecule", 1, ()),
+    ("uma_m", "mgo", 2, ()), ("uma_m", "diamond", 1, KOKKOS_ARGS), ("esen_l3", "diamond", 1, KOKKOS_ARGS)])
+def test_lmax_3_and_4_models_equal_fairchem(lammps, tmp_path, cases, model, name, nprocs, args):
+    rec, q, thermo, dump, _ = run(lammps, tmp_path, cases, f"{model}-{name}", nprocs=nprocs, args=args,
+                                  pre="processors 2 1 1" if nprocs == 2 else "", model=model)
+    check(rec, q, thermo, dump, per_atom=nprocs == 1)
 
 
 @pytest.mark.parametrize("name", ["diamond", "mgo"])
