@@ -484,7 +484,7 @@ std::size_t Evaluator::torch_device_peak_bytes() {
   return 0;
 #endif
 }
-long Evaluator::layers_recomputed() const { return m_v2 ? 0 : m_impl->layers_recomputed; }
+long Evaluator::layers_recomputed() const { return m_v2 ? m_v2->layers_recomputed() : m_impl->layers_recomputed; }
 const ActivationPlan& Evaluator::activation_plan() const {
   static const ActivationPlan kNone;  // model v2 keeps every activation
   return m_v2 ? kNone : m_impl->plan;

@@ -62,7 +62,12 @@ ModelV2::ModelV2(const Potential& pot, const EvaluatorOptions& opt)
       m_shared(pot.config),
       m_precision(opt.precision),
       m_dtype(opt.precision == Precision::fp64 ? torch::kFloat64 : torch::kFloat32),
-      m_workspace(opt.poison_scratch) {
+      m_workspace(opt.poison_scratch),
+      m_recompute(opt.activations == EvaluatorOptions::Activations::recompute) {
+  if (opt.edge_chunk > 0 || opt.memory_budget > 0.0)
+    throw InputError("potential " + pot.path +
+                     ": model v2 recomputes whole layers only (activations recompute); edge chunks and a memory "
+                     "budget are not available for it yet");
   if (m_cfg.lmax > kk::kMaxL) throw InputError("potential " + pot.path + ": lmax exceeds the compiled maximum");
   if (m_precision == Precision::tf32 && !tf32_available())
     throw InputError("precision tf32 needs the CUDA engine; this build (" + build_info().execution_space +
@@ -357,6 +362,9 @@ Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec>
     h = h + unrotate_aggregate(rad, m0_band(band, L, M), env, step, BandPart{L, 0});
   }
   const int rows = kk::band_rows(L, M);
+  // Reserved: recomputed_layer keeps each one's address until the backward pass.
+  std::vector<LayerFn> edge_parts;
+  edge_parts.reserve(cfg.layers);
   for (int t = 0; t < cfg.layers; ++t) {
     const Layer& lw = m_layers[t];
     // Exchange mode: ghost rows come from their owners before every layer (layer 0 too: the
@@ -364,15 +372,22 @@ Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec>
     if (step.exchange) h = node_exchange(h, step);
     // fairchem adds the system embedding to the normalised degree 0: as part of the norm's bias.
     const Tensor n = rms_norm_sh(h, lw.norm1_w, lw.norm1_b + m_system_embedding.view({-1}));
-    const Tensor a = radial_hidden(lw.radial, gauss, z_send, z_recv);
-    Tensor u = edge_frame_pack(n, band, a, lw.radial.w2, lw.radial.b2, step);
-    Tensor zz = so2_linear(u.reshape({E, lw.so2_1.x_width}), lw.so2_1);
-    u.reset();
-    Tensor x = so2_gate(zz, L, M, H);
-    zz.reset();
-    const Tensor w = so2_linear(x.reshape({E, lw.so2_2.x_width}), lw.so2_2).reshape({E, rows, C});
-    x.reset();
-    h = h + unrotate_aggregate(w, band, env, step);
+    // The layer's edge part, n -> aggregated messages; with activations recompute it keeps only
+    // its inputs and runs again in the backward pass (recomputed_layer).
+    edge_parts.push_back([&, t](const Tensor& nn, const Tensor& bb, const Tensor& gg, const Tensor& ee) {
+      const Layer& lt = m_layers[t];
+      const Tensor a = radial_hidden(lt.radial, gg, z_send, z_recv);
+      Tensor u = edge_frame_pack(nn, bb, a, lt.radial.w2, lt.radial.b2, step);
+      Tensor zz = so2_linear(u.reshape({E, lt.so2_1.x_width}), lt.so2_1);
+      u.reset();
+      Tensor x = so2_gate(zz, L, M, H);
+      zz.reset();
+      const Tensor w = so2_linear(x.reshape({E, lt.so2_2.x_width}), lt.so2_2).reshape({E, rows, C});
+      x.reset();
+      return unrotate_aggregate(w, bb, ee, step);
+    });
+    h = h + (m_recompute ? recomputed_layer(edge_parts.back(), n, band, gauss, env, m_layers_recomputed)
+                         : edge_parts.back()(n, band, gauss, env));
     h = h + feed_forward(lw, rms_norm_sh(h, lw.norm2_w, lw.norm2_b));
     h = balance(h, graph.n_local, what.reduce);
   }

@@ -28,6 +28,7 @@ class ModelV2 {
   const ModelConfigV2& config_v2() const { return m_cfg; }
   Precision precision() const { return m_precision; }
   const Workspace& workspace() const { return m_workspace; }
+  long layers_recomputed() const { return m_layers_recomputed; }  // edge parts run again (activations recompute)
 
  private:
   struct Radial {  // Linear, LayerNorm, SiLU, Linear, LayerNorm, SiLU, (Linear: w2, b2)
@@ -56,6 +57,8 @@ class ModelV2 {
   Precision m_precision;
   torch::Dtype m_dtype;
   Workspace m_workspace;
+  bool m_recompute = false;      // activations recompute: every layer's edge part runs again backward
+  long m_layers_recomputed = 0;  // recomputed_layer's count, over all steps
   std::map<std::string, torch::Tensor> m_tensors;  // every file tensor, double, CPU
   // Set by set_system: the merged layers and what the system inputs select.
   bool m_system_set = false;

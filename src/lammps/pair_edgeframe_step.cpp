@@ -122,10 +122,10 @@ void PairEdgeframe::init_engine(bool need_newton)
                "pair_style edgeframe: task, charge and spin are model v2 settings; potential {} is a v1 model "
                "(format_version 1)",
                m_potential_file);
-  if (is_v2() && (m_activations == "recompute" || m_edge_chunk > 0 || m_memory_budget_gb > 0.0))
+  if (is_v2() && (m_edge_chunk > 0 || m_memory_budget_gb > 0.0))
     error->all(FLERR,
-               "pair_style edgeframe: activations recompute, edge_chunk and memory_budget are not available for "
-               "model v2 potentials yet ({} keeps every activation; use activations auto or keep)",
+               "pair_style edgeframe: edge_chunk and memory_budget are not available for model v2 potentials yet "
+               "({}: use activations keep, auto (= keep for v2) or recompute)",
                m_potential_file);
   if (is_v2() && !m_task.empty() && !m_potential->v2.task(m_task))
     error->all(FLERR, "pair_style edgeframe: task '{}' is not one of the tasks of potential {}: {}", m_task,

@@ -283,14 +283,27 @@ def test_nve_from_a_perfect_lattice_conserves_energy(lammps, tmp_path, cases):
     assert max(r[1] for r in rows) > 100.0   # the atoms really moved
 
 
-def test_recompute_is_refused_for_v2(lammps, tmp_path, cases):
+@pytest.mark.parametrize("name,nprocs,style", [("diamond", 1, ""), ("mgo", 2, " ghost_mode exchange"),
+                                                ("molecule", 1, "")])
+def test_recompute_equals_fairchem(lammps, tmp_path, cases, name, nprocs, style):
+    # activations recompute: each layer's edge part keeps only its inputs and runs again in the
+    # backward pass; the numbers are fairchem's all the same, and the log counts the reruns (the
+    # model has 2 layers, run 0 makes one force call).
+    rec, q, thermo, dump, output = run(lammps, tmp_path, cases, name, style=" activations recompute" + style,
+                                       nprocs=nprocs, pre="processors 2 1 1" if nprocs == 2 else "")
+    check(rec, q, thermo, dump, per_atom=nprocs == 1)
+    assert "edgeframe activations recompute: 2 edge parts (layers x edge chunks) run again" in output
+
+
+def test_edge_chunk_is_refused_for_v2(lammps, tmp_path, cases):
     rec = load(cases, "diamond")
     write_data(tmp_path / "data.lmp", Structure(rec), ["C"])
-    script = RUN_0_SCRIPT.format(boundary="p p p", precision="fp64 task omat activations recompute",
+    script = RUN_0_SCRIPT.format(boundary="p p p",
+                                 precision="fp64 task omat activations recompute edge_chunk 100",
                                  model=cases / "uma.safetensors", elements="C", nktv2p=METAL_NKTV2P, pre="", extra="")
     proc = lammps(script)
     assert proc.returncode != 0
-    assert "activations recompute, edge_chunk and memory_budget are not available for model v2" in proc.output
+    assert "edge_chunk and memory_budget are not available for model v2" in proc.output
 
 
 def test_idle_ranks_in_shell_mode_join_the_charge_sums(lammps, tmp_path, cases):
