@@ -175,7 +175,8 @@ std::string ModelV2::set_system(const SystemInputs& in) {
     const std::string p = "layers." + std::to_string(t);
     Layer lw;
     lw.norm1_w = dev(host(p + ".norm1.weight"));
-    lw.norm1_b = dev(host(p + ".norm1.bias"));
+    // fairchem adds the system embedding to the normalised degree 0: folded into the norm's bias.
+    lw.norm1_b = dev(host(p + ".norm1.bias") + emb);
     lw.norm2_w = dev(host(p + ".norm2.weight"));
     lw.norm2_b = dev(host(p + ".norm2.bias"));
     lw.radial = make_radial(p + ".radial");
@@ -348,9 +349,10 @@ Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec>
   const Tensor d = r.unsqueeze(1) - centres.unsqueeze(0);
   const Tensor gauss = torch::exp(d * d * (-0.5 / (width * width)));
 
-  const Tensor z = bridge::tensor_of(graph.species, {N}).to(torch::kLong) + 1;  // species index = Z - 1
-  const Tensor recv = bridge::tensor_of(g.recv, {E}).to(torch::kLong), send = bridge::tensor_of(g.send, {E}).to(torch::kLong);
-  const Tensor z_recv = z.index_select(0, recv).to(torch::kInt32), z_send = z.index_select(0, send).to(torch::kInt32);
+  // int32 throughout: layer_norm_silu takes int32 table rows, index_select int32 indices.
+  const Tensor z = bridge::tensor_of(graph.species, {N}) + 1;  // species index = Z - 1
+  const Tensor z_recv = z.index_select(0, bridge::tensor_of(g.recv, {E}));
+  const Tensor z_send = z.index_select(0, bridge::tensor_of(g.send, {E}));
   const int D = (L + 1) * (L + 1);
 
   const Tensor h0 = m_atom_embedding.index_select(0, z) + m_system_embedding;
@@ -370,8 +372,7 @@ Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec>
     // Exchange mode: ghost rows come from their owners before every layer (layer 0 too: the
     // edge-degree embedding of a ghost sums over edges this rank does not hold).
     if (step.exchange) h = node_exchange(h, step);
-    // fairchem adds the system embedding to the normalised degree 0: as part of the norm's bias.
-    const Tensor n = rms_norm_sh(h, lw.norm1_w, lw.norm1_b + m_system_embedding.view({-1}));
+    const Tensor n = rms_norm_sh(h, lw.norm1_w, lw.norm1_b);
     // The layer's edge part, n -> aggregated messages; with activations recompute it keeps only
     // its inputs and runs again in the backward pass (recomputed_layer).
     edge_parts.push_back([&, t](const Tensor& nn, const Tensor& bb, const Tensor& gg, const Tensor& ee) {

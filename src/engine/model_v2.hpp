@@ -36,7 +36,7 @@ class ModelV2 {
     torch::Tensor ln0_w, ln0_b, w1, b1, ln1_w, ln1_b, w2, b2;
   };
   struct Layer {
-    torch::Tensor norm1_w, norm1_b, norm2_w, norm2_b;
+    torch::Tensor norm1_w, norm1_b, norm2_w, norm2_b;  // norm1_b: the bias plus the system embedding
     Radial radial;
     So2Plan so2_1, so2_2;
     torch::Tensor ffn_wg, ffn_bg, ffn_w1, ffn_b1, ffn_w2, ffn_b2;
