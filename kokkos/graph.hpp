@@ -35,6 +35,10 @@ struct Graph {
   View1<int, Exec> recv_offsets;  // [N+1] edges into i: recv_offsets[i] .. recv_offsets[i+1]-1
   View1<int, Exec> send_offsets;  // [N+1] into send_edges
   View1<int, Exec> send_edges;    // [E] edge ids grouped by sender, ascending within a group
+  // [E] the input pair of each edge, per_pair * p + direction (1: the reverse of a half pair):
+  // refresh_shifts takes the shifts of a kept graph from the pairs' current ones.
+  View1<int, Exec> pair;
+  int per_pair = 1;
 };
 
 namespace impl {
@@ -79,7 +83,7 @@ struct EdgeFromKey {
   View1<const std::int64_t, Exec> keys;
   View1<const int, Exec> pi, pj;
   Vec3View<const double, Exec> pshift;
-  View1<int, Exec> recv, send;
+  View1<int, Exec> recv, send, pair;
   Vec3View<double, Exec> shift;
   std::int64_t slots;
   int per_pair;
@@ -89,6 +93,7 @@ struct EdgeFromKey {
     const std::int64_t local = key % slots;
     const int p = static_cast<int>(local / per_pair);
     const bool reverse = (local % per_pair) == 1;
+    pair(e) = static_cast<int>(local);
     recv(e) = reverse ? pj(p) : pi(p);
     send(e) = reverse ? pi(p) : pj(p);
     for (int k = 0; k < 3; ++k) {
@@ -152,9 +157,11 @@ Graph<Exec> build_graph(const Exec& exec, const PairList<Exec>& pairs, Vec3View<
   g.recv = View1<int, Exec>(Kokkos::view_alloc(exec, "edgeframe::graph_recv"), n_edges);
   g.send = View1<int, Exec>(Kokkos::view_alloc(exec, "edgeframe::graph_send"), n_edges);
   g.shift = Vec3View<double, Exec>(Kokkos::view_alloc(exec, "edgeframe::graph_shift"), n_edges);
-  Kokkos::parallel_for(
-      "edgeframe::graph_fill", Range<Exec>(exec, 0, n_edges),
-      impl::EdgeFromKey<Exec>{emit.keys, pairs.i, pairs.j, pairs.shift, g.recv, g.send, g.shift, slots, per_pair});
+  g.pair = View1<int, Exec>(Kokkos::view_alloc(exec, "edgeframe::graph_pair"), n_edges);
+  g.per_pair = per_pair;
+  Kokkos::parallel_for("edgeframe::graph_fill", Range<Exec>(exec, 0, n_edges),
+                       impl::EdgeFromKey<Exec>{emit.keys, pairs.i, pairs.j, pairs.shift, g.recv, g.send, g.pair,
+                                               g.shift, slots, per_pair});
   g.recv_offsets = View1<int, Exec>(Kokkos::view_alloc(exec, "edgeframe::graph_recv_offsets"), n_nodes + 1);
   Kokkos::parallel_for("edgeframe::graph_recv_csr", Range<Exec>(exec, 0, n_edges + 1),
                        impl::CsrOffsets<Exec>{g.recv, g.recv_offsets, n_edges, n_nodes});
@@ -170,6 +177,30 @@ Graph<Exec> build_graph(const Exec& exec, const PairList<Exec>& pairs, Vec3View<
   Kokkos::parallel_for("edgeframe::graph_send_csr", Range<Exec>(exec, 0, n_edges + 1),
                        impl::CsrOffsets<Exec>{send_rows, g.send_offsets, n_edges, n_nodes});
   return g;
+}
+
+// A graph kept between neighbour-list rebuilds (built with cutoff r_cut + skin): its shifts from
+// the pairs' current ones (box changes: NPT, fix deform), no allocation, no host boundary. The
+// pairs must be the ones the graph was built from (same order); pairs without shifts leave the
+// graph's zeros.
+template <class Exec>
+struct ShiftsFromPairs {
+  View1<const int, Exec> pair;
+  Vec3View<const double, Exec> pshift;
+  Vec3View<double, Exec> shift;
+  int per_pair;
+  KOKKOS_INLINE_FUNCTION void operator()(int e) const {
+    const int p = pair(e) / per_pair;
+    const double sign = pair(e) % per_pair == 1 ? -1.0 : 1.0;
+    for (int k = 0; k < 3; ++k) shift(e, k) = sign * pshift(p, k);
+  }
+};
+
+template <class Exec>
+void refresh_shifts(const Exec& exec, const Graph<Exec>& g, const PairList<Exec>& pairs) {
+  if (pairs.shift.extent(0) == 0) return;
+  Kokkos::parallel_for("edgeframe::graph_refresh_shifts", Range<Exec>(exec, 0, g.n_edges),
+                       ShiftsFromPairs<Exec>{g.pair, pairs.shift, g.shift, g.per_pair});
 }
 
 // r_e = x_j - x_i + shift_e, every step.

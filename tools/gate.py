@@ -148,13 +148,17 @@ def run_engine(args, c, precision, activations="auto", bench=None, env=None, cud
     return r
 
 
-def run_lammps(args, c, precision, steps=50):
+def run_lammps(args, c, precision, steps=50, graph=False):
+    """graph: pair_style keywords graph per_rebuild and cuda_graph yes (the graph built once, the
+    step replayed as a CUDA graph), with the neighbour skin of --lmp-skin."""
     species = c["elements"]
-    inp = c["data"].with_suffix(".in")
+    inp = c["data"].with_suffix(".graph.in" if graph else ".in")
+    style = f"precision {precision}" + (" graph per_rebuild cuda_graph yes" if graph else "")
     inp.write_text("\n".join([
         "units metal", "atom_style atomic", "atom_modify map array", "boundary p p p",
+        *([f"neighbor {args.lmp_skin} bin"] if args.lmp_skin is not None else []),
         f"read_data {c['data']}", f"plugin load {args.plugin}",
-        f"pair_style edgeframe precision {precision}", f"pair_coeff * * {c['potential']} {' '.join(species)}",
+        f"pair_style edgeframe {style}", f"pair_coeff * * {c['potential']} {' '.join(species)}",
         # Static positions (no integrator): every step is one force call on the case's atoms, as
         # in the engine column. Random-weight models are not physical: an NVE run of the 512-atom
         # L2 diamond pulled two atoms 0.29 A apart by step 57 (H200, 2026-11-30) and stopped.
@@ -173,6 +177,12 @@ def run_lammps(args, c, precision, steps=50):
         return dict(error=f"exit {p.returncode}: {(err or ['no Loop time in the log'])[0][:300]}")
     t, n = float(loops[-1][0]), int(loops[-1][1])
     r = dict(median_s=t / n, times_s=[t / n], steps=n, note="mean over the timed run (Loop time / steps)")
+    replays = re.findall(r"edgeframe cuda_graph: (\d+) capture\(s\), (\d+) replayed step", log)
+    if replays:   # the timed run's (the last one)
+        r["cuda_graph_captures"], r["cuda_graph_replays"] = int(replays[-1][0]), int(replays[-1][1])
+    edges = re.findall(r"edges ([0-9.]+) / [0-9]+\n", log)
+    if edges:     # edges per force call of the timed run: r_cut + skin with graph per_rebuild
+        r["lammps_edges"] = float(edges[-1])
     mem = re.search(r"edgeframe device memory on rank 0: peak (\d+) MiB", log)
     if mem:    # GPU builds: LibTorch's allocator peak + the Kokkos workspace (LAMMPS' own arrays not counted)
         r["peak_bytes"] = int(mem.group(1)) * 2 ** 20
@@ -199,7 +209,10 @@ def markdown(results):
     out = ["| case | atoms | edges | column | median ms | atom-steps/s | ns/day (1 fs) | peak MiB | max abs dF eV/A (rel) |",
            "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        head = f"| {r['tag']} | {r['n_atoms']} | {r['n_edges']} | {r['column']} |"
+        column = r["column"]
+        if "cuda_graph_replays" in r:   # a lammps -graph column: the edges it evaluated, its replays
+            column += f" ({r.get('lammps_edges', 0):.0f} edges, {r['cuda_graph_replays']} replays)"
+        head = f"| {r['tag']} | {r['n_atoms']} | {r['n_edges']} | {column} |"
         if r.get("error"):
             out.append(f"{head} failed: {r['error'][:100]} | | | | |")
             continue
@@ -223,14 +236,17 @@ def main():
     ap.add_argument("--plugin", default="", help="edgeframeplugin.so built for that lmp")
     ap.add_argument("--lmp-package", default="neigh full newton off",
                     help="package kokkos options of the LAMMPS column, spaces or commas (default: LAMMPS-KOKKOS' GPU defaults)")
+    ap.add_argument("--lmp-skin", type=float, default=None,
+                    help="neighbour skin of the LAMMPS columns, A (default: LAMMPS' metal default of 2 A); the "
+                         "-graph columns evaluate every pair within r_cut + skin")
     ap.add_argument("--lmp-kokkos", default="g 1",
                     help="what follows '-k on' in the LAMMPS column (default: one GPU; tests use 't 1')")
     ap.add_argument("--cases", default="", help="system:size:shape,... (default: the issue's list)")
     ap.add_argument("--columns", default="eager,compile,engine-fp32,engine-tf32,lammps-fp32",
                     help="eager, compile, compile-tf32 (TF32 GEMMs on), engine-<precision>[-keep|-recompute][-graph], "
-                         "engine-b-<precision>[...] (--bench-b), lammps-<precision>; engine columns run with "
+                         "engine-b-<precision>[...] (--bench-b), lammps-<precision>[-graph]; engine columns run with "
                          "activations auto unless -keep or -recompute is named; -graph: the step "
-                         "replayed as a CUDA graph (bench --cuda-graph)")
+                         "replayed as a CUDA graph (bench --cuda-graph; lammps: pair_style graph per_rebuild cuda_graph yes)")
     ap.add_argument("--edge-chunk", type=int, default=0,
                     help="edges per recomputed chunk in the engine-<precision>-recompute columns (0: all)")
     ap.add_argument("--memory-budget", type=float, default=0,
@@ -296,7 +312,8 @@ def main():
                     r = run_engine(args, c, precision, activations=activations, cuda_graph="graph" in flags,
                                    bench=bench_b if b_col else None, env=env_b if b_col else None)
                 elif col.startswith("lammps-") and args.lmp:
-                    r = run_lammps(args, c, col.split("-", 1)[1])
+                    precision, *flags = col.split("-")[1:]
+                    r = run_lammps(args, c, precision, graph="graph" in flags)
                 else:
                     continue
             except subprocess.TimeoutExpired:

@@ -56,6 +56,14 @@ AtomGraph make_graph(const kk::PairList<Exec>& pairs, kk::Vec3View<const double,
   return g;
 }
 
+void refresh_graph_shifts(AtomGraph& graph, const kk::PairList<Exec>& pairs) {
+  if (pairs.shift.extent(0) != 0 && graph.edges.n_edges > 0 && pairs.i.extent(0) * graph.edges.per_pair <
+                                                                      std::size_t(graph.edges.n_edges))
+    throw InputError("refresh_graph_shifts: " + std::to_string(pairs.i.extent(0)) + " pairs for a graph of " +
+                     std::to_string(graph.edges.n_edges) + " edges (not the pairs it was built from)");
+  kk::refresh_shifts(Exec(), graph.edges, pairs);
+}
+
 namespace {
 
 #ifdef KOKKOS_ENABLE_CUDA

@@ -51,6 +51,9 @@ struct AtomGraph {
 // all its derivatives are zero there).
 AtomGraph make_graph(const kk::PairList<Exec>& pairs, kk::Vec3View<const double, Exec> positions,
                      kk::View1<const int, Exec> species, int n_local, double cutoff);
+// A graph kept between rebuilds: its edges' shifts from the current shifts of the pairs it was
+// built from (box changes between rebuilds). Same addresses, no allocation, no host boundary.
+void refresh_graph_shifts(AtomGraph& graph, const kk::PairList<Exec>& pairs);
 
 // Sums over every rank of a run (MPI allreduce in the pair styles; none: this process holds the
 // whole system). Model v2's charge balancing needs one per layer, forward and backward.

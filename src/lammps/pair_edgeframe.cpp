@@ -237,19 +237,20 @@ void PairEdgeframe::rebuild_graph()
   m_need_node_map = false;
 }
 
-void PairEdgeframe::build_step_graph(Positions positions)
+void PairEdgeframe::build_step_graph(Positions positions, bool rebuilt)
 {
-  // Every step: the directed edges with r < r_cut at the current positions. The candidate
-  // pairs of the neighbour list reach r_cut + skin, which at LAMMPS' metal default skin of
-  // 2 A is (7/5)^3 = 2.7x more pairs than edges for r_cut 5 A; filtering them here costs one
-  // pass and a sort, far less than evaluating the model on edges whose envelope is zero.
+  // graph per_step (the default): every step the directed edges with r < r_cut at the current
+  // positions. The candidate pairs of the neighbour list reach r_cut + skin, which at LAMMPS'
+  // metal default skin of 2 A is (7/5)^3 = 2.7x more pairs than edges for r_cut 5 A; filtering
+  // them costs one pass and a sort, far less than evaluating the model on edges whose envelope
+  // is zero. graph per_rebuild keeps them all between rebuilds (make_step_graph).
   auto &b = *m_buffers;
   edgeframe::kk::PairList<edgeframe::Exec> pairs;
   pairs.i = b.pair_i;
   pairs.j = b.pair_j;
   pairs.shift = b.pair_shift;    // extent 0 in ghost-shell mode: ghosts carry their own positions
   pairs.half = false;    // a full list: each entry is one directed edge (i <- j)
-  make_step_graph(pairs, positions, b.species, m_nodes.n_local, "edgeframe");
+  make_step_graph(pairs, positions, b.species, m_nodes.n_local, rebuilt, "edgeframe");
 }
 
 void PairEdgeframe::copy_positions()
@@ -326,7 +327,7 @@ void PairEdgeframe::compute(int eflag, int vflag)
   copy_positions();
   const int n = m_nodes.n_nodes();
   const Positions positions = Kokkos::subview(m_buffers->x, std::make_pair(0, n), Kokkos::ALL);
-  build_step_graph(positions);
+  build_step_graph(positions, rebuilt);
   check_min_distance();
   double t1 = platform::walltime();
   m_time_graph += t1 - t0;

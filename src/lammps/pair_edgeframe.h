@@ -70,6 +70,11 @@ class PairEdgeframe : public Pair {
   bool m_ghost_exchange = true;    // keyword ghost_mode: exchange (true) | shell (false)
   bool m_exchange = false;    // this run exchanges ghost features per layer
   bool m_timing_detail = false;    // keyword timing: basic | detail (fenced engine split)
+  // keyword graph: per_step (false: the edges within r_cut, filtered and sorted every step) |
+  // per_rebuild (true: the edges within r_cut + skin, built at neighbour-list rebuilds only)
+  bool m_graph_per_rebuild = false;
+  bool m_cuda_graph = false;    // keyword cuda_graph: replay the engine's step as a CUDA graph
+  long m_graph_counts_at_init[2] = {0, 0};    // the evaluator's CUDA graph captures and replays at init
   bool m_cutghost_raised = false;    // the shell mode raised comm->cutghostuser ...
   double m_cutghost_before = 0.0;    // ... from this value (restored in exchange mode)
   std::string m_potential_file;    // pair_coeff file
@@ -135,10 +140,13 @@ class PairEdgeframe : public Pair {
   // ---- the step driver both styles share (pair_edgeframe_step.cpp) ----
   using Positions = edgeframe::kk::Vec3View<const double, edgeframe::Exec>;    // [nodes, 3] Angstrom
   using Species = edgeframe::kk::View1<const int, edgeframe::Exec>;    // [nodes]
-  // m_graph: the edges with r < r_cut among the candidate pairs at these positions; adds to the
-  // end-of-run graph line. style names the pair style in error messages.
+  // m_graph from the candidate pairs at these positions: graph per_step, the edges with
+  // r < r_cut, built anew; graph per_rebuild, the edges with r < r_cut + skin, built when the
+  // pairs were (rebuilt: a neighbour-list rebuild or a new node map) and otherwise kept, with
+  // only its shifts refreshed. Adds to the end-of-run graph line. style names the pair style in
+  // error messages.
   void make_step_graph(const edgeframe::kk::PairList<edgeframe::Exec> &pairs, Positions positions, Species species,
-                       int n_local, const char *style);
+                       int n_local, bool rebuilt, const char *style);
   // The engine call on m_graph: forces always, energies and virials as LAMMPS asks this step
   // (ev_init first). results_to_host: fence before returning (the caller reads them on the
   // host). A non-finite energy or force stops the run naming the atom (atom_of_node_on_host:
@@ -153,7 +161,7 @@ class PairEdgeframe : public Pair {
   void rebuild_graph();
   void check_min_distance();
   void copy_positions();
-  void build_step_graph(Positions positions);
+  void build_step_graph(Positions positions, bool rebuilt);
 };
 
 }    // namespace LAMMPS_NS

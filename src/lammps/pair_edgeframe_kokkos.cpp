@@ -323,7 +323,8 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
       atomKK->sync(Host, TYPE_MASK);
       update_system(atom->type, atom->nlocal);
     }
-    if (m_need_node_map || neighbor->ago == 0) rebuild_device_graph();
+    const bool rebuilt = m_need_node_map || neighbor->ago == 0;
+    if (rebuilt) rebuild_device_graph();
     if (m_n_nodes == 0) {
       note_first_call();
       return;
@@ -335,7 +336,7 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
     pairs.shift = d_shift;
     pairs.half = false;
     const Positions positions = Kokkos::subview(d_positions, std::make_pair(0, m_n_nodes), Kokkos::ALL);
-    make_step_graph(pairs, positions, d_species, m_n_nodes, "edgeframe/kk");
+    make_step_graph(pairs, positions, d_species, m_n_nodes, rebuilt, "edgeframe/kk");
     check_min_distance_device();
     m_sum_ghosts += atom->nghost;    // the end-of-run graph line, as in the plain style
     double t1 = platform::walltime();

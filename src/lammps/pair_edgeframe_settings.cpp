@@ -50,6 +50,12 @@ void PairEdgeframe::settings(int narg, char **arg)
       if (value != "basic" && value != "detail")
         error->all(FLERR, "pair_style edgeframe: unknown timing '{}' (valid: basic, detail)", value);
       m_timing_detail = value == "detail";
+    } else if (key == "graph") {
+      if (value != "per_step" && value != "per_rebuild")
+        error->all(FLERR, "pair_style edgeframe: unknown graph '{}' (valid: per_step, per_rebuild)", value);
+      m_graph_per_rebuild = value == "per_rebuild";
+    } else if (key == "cuda_graph") {
+      m_cuda_graph = utils::logical(FLERR, value, false, lmp);
     } else if (key == "activations") {
       if (value != "auto" && value != "keep" && value != "recompute")
         error->all(FLERR, "pair_style edgeframe: unknown activations '{}' (valid: auto, keep, recompute)", value);
@@ -77,14 +83,19 @@ void PairEdgeframe::settings(int narg, char **arg)
       exchange_keyword(key, value);
     } else {
       error->all(FLERR,
-                 "pair_style edgeframe: unknown keyword '{}' (valid: precision, activations, edge_chunk, "
-                 "memory_budget, min_distance, fold_images, ghost_mode, timing, task, charge, spin, exchange_stage, "
+                 "pair_style edgeframe: unknown keyword '{}' (valid: precision, graph, cuda_graph, activations, "
+                 "edge_chunk, memory_budget, min_distance, fold_images, ghost_mode, timing, task, charge, spin, "
+                 "exchange_stage, "
                  "exchange_self_swaps, "
                  "exchange_swaps, exchange_transport, exchange_threads, exchange_parallel_bytes, device_comm)",
                  key);
     }
     iarg += 2;
   }
+  if (m_cuda_graph && !m_graph_per_rebuild)
+    error->all(FLERR,
+               "pair_style edgeframe: cuda_graph yes needs graph per_rebuild (a graph built every step has new "
+               "addresses every step, so a captured step could never be replayed)");
   if (m_exchange_settings.swaps == edgeframe_glue::ExchangeSettings::Swaps::direct &&
       !m_exchange_settings.skip_self_swaps)
     error->all(FLERR, "pair_style edgeframe: exchange_swaps direct needs exchange_self_swaps skip");

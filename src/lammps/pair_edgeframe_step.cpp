@@ -143,6 +143,21 @@ void PairEdgeframe::init_engine(bool need_newton)
                "pair_style edgeframe: precision tf32 needs the CUDA engine; this build ({}) supports fp64 and fp32",
                edgeframe::build_info().execution_space);
 
+  if (comm->me == 0 && m_graph_per_rebuild) {
+    const double rc = m_potential->config.r_cut, rs = rc + neighbor->skin;
+    utils::logmesg(lmp,
+                   "edgeframe: graph per_rebuild: edges within r_cut + skin = {:.4g} A, built at neighbour-list "
+                   "rebuilds; each step evaluates about ({:.4g} / {:.4g})^3 = {:.3g}x the edges within r_cut (a "
+                   "smaller 'neighbor' skin evaluates fewer, rebuilds more often)\n",
+                   rs, rs, rc, rs * rs * rs / (rc * rc * rc));
+  }
+  if (comm->me == 0 && m_cuda_graph) {
+    const char *why = edgeframe::build_info().execution_space != "Cuda" ? "this build runs on the host"
+                      : is_v2()                                         ? "model v2 steps are not captured"
+                      : m_timing_detail                                 ? "timing detail fences every kernel"
+                                                                        : nullptr;
+    if (why) error->warning(FLERR, "pair_style edgeframe: cuda_graph yes has no effect here ({})", why);
+  }
   if (!m_evaluator) {
     call_engine(error, Scope::ALL, FLERR, "pair_style edgeframe", [&] {
       edgeframe::EvaluatorOptions options;
@@ -153,11 +168,14 @@ void PairEdgeframe::init_engine(bool need_newton)
                                                            : Activations::automatic;
       options.edge_chunk = m_edge_chunk;
       options.memory_budget = m_memory_budget_gb * 1e9;
+      options.cuda_graph = m_cuda_graph;
       m_evaluator = std::make_unique<edgeframe::Evaluator>(*m_potential, options);
     });
     m_system_atoms_per_z.clear();    // a new evaluator has no system inputs yet
   }
-  m_recomputed_at_init = m_evaluator->layers_recomputed();    // the end-of-run line counts this run's
+  m_recomputed_at_init = m_evaluator->layers_recomputed();
+  m_graph_counts_at_init[0] = m_evaluator->cuda_graph_captures();
+  m_graph_counts_at_init[1] = m_evaluator->cuda_graph_replays();    // the end-of-run line counts this run's
   m_graph.reset();
   m_need_node_map = true;    // rebuild the node map at the first compute
   m_time_graph = m_time_engine = m_time_copy = 0.0;    // the end-of-run split is per run
@@ -435,16 +453,29 @@ void PairEdgeframe::finish()
                      "edgeframe activations {}: {} edge parts (layers x edge chunks) run again in the backward "
                      "pass over {} force calls (rank 0)\n",
                      m_activations, m_evaluator->layers_recomputed() - m_recomputed_at_init, m_calls);
+    if (m_evaluator && m_cuda_graph)
+      utils::logmesg(lmp, "edgeframe cuda_graph: {} capture(s), {} replayed step(s) of {} force calls (rank 0)\n",
+                     m_evaluator->cuda_graph_captures() - m_graph_counts_at_init[0],
+                     m_evaluator->cuda_graph_replays() - m_graph_counts_at_init[1], m_calls);
   }
   if (m_timing_detail && m_calls > 1) print_split_after_first_call();    // collective
 }
 
 void PairEdgeframe::make_step_graph(const edgeframe::kk::PairList<edgeframe::Exec> &pairs, Positions positions,
-                                    Species species, int n_local, const char *style)
+                                    Species species, int n_local, bool rebuilt, const char *style)
 {
   call_engine(error, Scope::ONE, FLERR, fmt::format("pair_style {} (graph)", style), [&] {
+    if (m_graph_per_rebuild && !rebuilt && m_graph) {
+      // The pairs are those the graph was built from (LAMMPS keeps its lists between rebuilds):
+      // the same edges, now at other positions and, with a changing box, other image shifts.
+      edgeframe::refresh_graph_shifts(*m_graph, pairs);
+      return;
+    }
+    // Per rebuild: every candidate pair LAMMPS may bring within r_cut before its next rebuild
+    // (its lists reach r_cut + skin); the envelope makes those beyond r_cut add exactly nothing.
+    const double cutoff = m_potential->config.r_cut + (m_graph_per_rebuild ? neighbor->skin : 0.0);
     m_graph = std::make_unique<edgeframe::AtomGraph>(
-        edgeframe::make_graph(pairs, positions, species, n_local, m_potential->config.r_cut));
+        edgeframe::make_graph(pairs, positions, species, n_local, cutoff));
   });
   const int n_nodes = (int) positions.extent(0);
   m_sum_nodes += n_nodes;
@@ -459,7 +490,9 @@ edgeframe::Result PairEdgeframe::evaluate_step(Positions positions, edgeframe::N
   edgeframe::What what;
   what.forces = true;
   what.energies = eflag_atom;
-  what.virial = vflag_global;
+  // A captured step replays only the same request: with cuda_graph the virial is computed at
+  // every step (a sum over the edges the forces need anyway) and tallied when LAMMPS asks.
+  what.virial = vflag_global || m_cuda_graph;
   what.atom_virial = vflag_atom || cvflag_atom;
   what.exchange = exchange;
   what.times = m_timing_detail ? &m_times : nullptr;

@@ -97,7 +97,7 @@ def test_lammps_column_runs_and_times_force_calls(lammps, case):
     # LAMMPS-KOKKOS' GPU package defaults), with Kokkos OpenMP on the CPU build: a column that
     # fails here would fail on the GPU too and waste device time.
     args = argparse.Namespace(lmp=lammps.lmp, plugin=lammps.plugin, lmp_kokkos=kokkos_devices(),
-                              lmp_package="neigh full newton off", case_timeout=300)
+                              lmp_package="neigh full newton off", case_timeout=300, lmp_skin=None)
     r = gate.run_lammps(args, case, "fp64", steps=3)
     assert "error" not in r, r
     assert r["steps"] == 3 and r["median_s"] > 0, r
@@ -109,6 +109,25 @@ def test_lammps_column_runs_and_times_force_calls(lammps, case):
     log = case["data"].with_suffix(".log").read_text()
     assert "edgeframe/kk: device-resident path" in log
 
+
+
+def test_lammps_graph_column_keeps_its_graph_and_gives_the_reference_forces(lammps, case):
+    # The lammps-<precision>-graph column: graph per_rebuild and cuda_graph yes, at a skin of
+    # 1.5 A (bcc's third shell, 4.06 A, is beyond the case's r_cut of 3 A and within r_cut + skin):
+    # the graph of every pair within r_cut + skin is evaluated (more edges than the case's)
+    # and its forces are the reference's. On CPU builds cuda_graph warns and captures nothing.
+    args = argparse.Namespace(lmp=lammps.lmp, plugin=lammps.plugin, lmp_kokkos=kokkos_devices(),
+                              lmp_package="neigh full newton off", case_timeout=300, lmp_skin=1.5)
+    r = gate.run_lammps(args, case, "fp64", steps=3, graph=True)
+    assert "error" not in r, r
+    assert r["forces_finite"] and r["max_force_err_rel"] < 1e-8, r
+    assert r["lammps_edges"] > case["n_edges"], r
+    # A run of 3 steps makes 4 force calls (its setup's too): one eager, then replays (the first
+    # after its capture). CPU builds capture nothing.
+    assert r["cuda_graph_replays"] == (3 if ON_GPU else 0), r
+    log = case["data"].with_suffix(".graph.log").read_text()
+    assert "edgeframe: graph per_rebuild: edges within r_cut + skin" in log
+    assert ON_GPU or "cuda_graph yes has no effect here (this build runs on the host)" in log
 
 
 def test_engine_column_with_scratch_poisoning_gives_the_reference_forces(request, case):

@@ -108,16 +108,23 @@ run 60
     assert drift < NPT_DRIFT_PER_ATOM, econs
 
 
-@pytest.mark.parametrize("nprocs,args", [(1, ()), (2, ()), (1, KOKKOS_ARGS)], ids=["one-rank", "two-ranks", "kk"])
-def test_fix_deform_forces_follow_the_box_between_neighbour_list_builds(lammps, tmp_path, small_model, nprocs, args):
+@pytest.mark.parametrize("nprocs,args,graph", [
+    (1, (), "per_step"), (2, (), "per_step"), (1, KOKKOS_ARGS, "per_step"),
+    (1, (), "per_rebuild"), (2, (), "per_rebuild"), (1, KOKKOS_ARGS, "per_rebuild")],
+    ids=["one-rank", "two-ranks", "kk", "one-rank-per-rebuild", "two-ranks-per-rebuild", "kk-per-rebuild"])
+def test_fix_deform_forces_follow_the_box_between_neighbour_list_builds(lammps, tmp_path, small_model, nprocs, args,
+                                                                        graph):
     # fix deform stretches x by 3 % and shears xy by 0.2 A over 20 steps while the neighbour
     # list is rebuilt only every 10 steps: image offsets and ghost positions must follow the
     # box at every step. LAMMPS changes the box at the end of a step (fix deform's end_of_step),
     # after the forces: the energy and forces of step n belong to the positions of step n
-    # (remap none: deform does not move atoms) in the box printed at step n - 1.
+    # (remap none: deform does not move atoms) in the box printed at step n - 1. With graph
+    # per_rebuild the graph of step 0 and 10 (every pair within r_c + skin) is kept for ten steps
+    # while atoms move and the box deforms: its edges' vectors and image offsets must follow
+    # them, and its edges beyond r_c must add nothing.
     model, path = small_model
     atoms, _ = structure("triclinic_ccu16")
-    script = setup(tmp_path, atoms, path) + """
+    script = setup(tmp_path, atoms, path).replace("precision fp64", f"precision fp64 graph {graph}") + """
 velocity all create 600 4928459 mom yes rot yes dist gaussian
 timestep 0.0005
 fix 1 all nve

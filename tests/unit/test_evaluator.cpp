@@ -528,6 +528,63 @@ TEST(Evaluator, TrimmedFirstAndLastLayersGiveTheFullLayersResults) {
   }
 }
 
+// Every directed pair i <- j (with its image shift) of a periodic golden closer than cutoff,
+// from the images -2..2 of its cell: the candidate pairs of a neighbour list with a skin.
+struct HostPairList {
+  std::vector<int> i, j;
+  std::vector<double> shift;
+};
+HostPairList pairs_within(const Golden& g, double cutoff) {
+  const auto& cell = g.j["structure"]["cell"];
+  const int N = int(g.species.size());
+  HostPairList out;
+  for (int a = 0; a < N; ++a)
+    for (int b = 0; b < N; ++b)
+      for (int s0 = -2; s0 <= 2; ++s0)
+        for (int s1 = -2; s1 <= 2; ++s1)
+          for (int s2 = -2; s2 <= 2; ++s2) {
+            double sh[3], r2 = 0.0;
+            for (int k = 0; k < 3; ++k) {
+              sh[k] = s0 * cell[0][k].get<double>() + s1 * cell[1][k].get<double>() + s2 * cell[2][k].get<double>();
+              const double d = g.x[3 * b + k] - g.x[3 * a + k] + sh[k];
+              r2 += d * d;
+            }
+            if (r2 == 0.0 || r2 >= cutoff * cutoff) continue;
+            out.i.push_back(a);
+            out.j.push_back(b);
+            out.shift.insert(out.shift.end(), sh, sh + 3);
+          }
+  return out;
+}
+
+// A graph built once per neighbour-list rebuild keeps the pairs within r_cut + skin
+// (make_graph's cutoff; the pair styles' graph per_rebuild): the edges beyond r_cut must add
+// exactly nothing, through the envelope, which is zero with all its derivatives there. The same
+// pairs built at r_cut and at r_cut + 1.5 A give the same energy, per-atom energies, forces and
+// virials, for models of both trims and in fp64 and fp32.
+TEST(Evaluator, EdgesBeyondTheCutoffAddNothing) {
+  for (const char* name : {"bcc_cu54_L2m1", "triclinic_ccu16_L3m2"}) {
+    const Golden g = load_golden(name);
+    const auto pot = read_potential(g.model_file);
+    const double skin = 1.5;
+    const HostPairList pl = pairs_within(g, g.r_cut + skin);
+    const int N = int(g.species.size());
+    const auto at_cut = test::upload_graph(g.x, g.species, pl.i, pl.j, pl.shift, N, g.r_cut);
+    const auto with_skin = test::upload_graph(g.x, g.species, pl.i, pl.j, pl.shift, N, g.r_cut + skin);
+    ASSERT_GT(with_skin.graph.edges.n_edges, at_cut.graph.edges.n_edges * 5 / 4) << name;
+    for (Precision p : {Precision::fp64, Precision::fp32}) {
+      Evaluator ev(pot, {p});
+      const auto a = run(ev, with_skin), b = run(ev, at_cut);
+      const double tol = p == Precision::fp64 ? 1e-13 : kFp32Contract;
+      EXPECT_NEAR(a.energy, b.energy, tol * std::fabs(b.energy)) << name;
+      EXPECT_LT(rel_err(a.energies, b.energies), tol) << name;
+      EXPECT_LT(rel_err(a.forces, b.forces), tol) << name;
+      EXPECT_LT(rel_err(a.atom_virial, b.atom_virial), tol) << name;
+      for (int c = 0; c < 9; ++c) EXPECT_NEAR(a.virial[c], b.virial[c], tol * max_abs(b.atom_virial) * N) << name;
+    }
+  }
+}
+
 // EvaluatorOptions::cuda_graph (step_graph.hpp). On CUDA the first step with a given graph and
 // positions view runs eagerly, the second is captured and replayed, later ones are replays: a
 // replay must read the positions' current values (moved in place here), and a new graph must

@@ -155,6 +155,38 @@ TYPED_TEST(GraphTest, MatchesThePlainLoopReference) {
   }
 }
 
+// A graph kept between rebuilds follows a box change through refresh_shifts: after the pairs'
+// shifts change (here scaled by 1.03, as an NPT step would), each kept edge carries its pair's
+// new shift, negated for the reverse direction of a half pair, and names its pair and direction.
+TYPED_TEST(GraphTest, RefreshedShiftsFollowThePairs) {
+  using Exec = TypeParam;
+  const double cutoff = 3.1;
+  auto s = make_system(40, 8.0, 13);
+  for (bool half : {true, false}) {
+    const auto d = upload<Exec>(s);
+    Exec exec;
+    kk::PairList<Exec> pl{d.i, d.j, d.shift, half};
+    const kk::Vec3View<const double, Exec> x(d.x);
+    const auto kept = kk::build_graph(exec, pl, x, int(s.x.size()), cutoff);
+    ASSERT_GT(kept.n_edges, 100);
+    auto scaled = s;
+    for (auto& sh : scaled.pairs.shift)
+      for (double& v : sh) v *= 1.03;
+    const auto d2 = upload<Exec>(scaled);
+    kk::PairList<Exec> pl2{d2.i, d2.j, d2.shift, half};
+    kk::refresh_shifts(exec, kept, pl2);
+    exec.fence("test: refreshed shifts ready for the host");
+    auto shift = test::to_host(kept.shift), pair = test::to_host(kept.pair);
+    const auto ref = reference_edges(s, cutoff, half);
+    ASSERT_EQ(kept.n_edges, int(ref.size()));
+    for (int e = 0; e < kept.n_edges; ++e) {
+      ASSERT_EQ(pair(e), (half ? 2 : 1) * ref[e].p + ref[e].dir) << e;
+      const double sign = ref[e].dir == 1 ? -1.0 : 1.0;
+      for (int k = 0; k < 3; ++k) ASSERT_EQ(shift(e, k), sign * scaled.pairs.shift[ref[e].p][k]) << e;
+    }
+  }
+}
+
 TYPED_TEST(GraphTest, EmptyInputGivesAnEmptyGraph) {
   using Exec = TypeParam;
   Exec exec;
