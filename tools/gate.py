@@ -210,7 +210,7 @@ def markdown(results):
            "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         column = r["column"]
-        if "cuda_graph_replays" in r:   # a lammps -graph column: the edges it evaluated, its replays
+        if column.startswith("lammps-") and "cuda_graph_replays" in r:   # -graph: its edges and replays
             column += f" ({r.get('lammps_edges', 0):.0f} edges, {r['cuda_graph_replays']} replays)"
         head = f"| {r['tag']} | {r['n_atoms']} | {r['n_edges']} | {column} |"
         if r.get("error"):
