@@ -95,6 +95,7 @@ PairEdgeframe::PairEdgeframe(LAMMPS *lmp) : Pair(lmp)
 PairEdgeframe::~PairEdgeframe()
 {
   if (copymode) return;
+  close_deviation_file();
   delete m_buffers;
   if (allocated) {
     memory->destroy(setflag);
@@ -139,6 +140,8 @@ void PairEdgeframe::init_style()
   m_exchange_type = m_precision == "fp64" ? edgeframe::RowType::f64 : edgeframe::RowType::f32;
   comm_forward = comm_reverse =
       m_exchange ? edgeframe_glue::FeatureExchange::stage_words(m_exchange_width, m_exchange_type) : 0;
+  // A model deviation's forces on ghosts go to their owners in the same buffers.
+  if (!m_folded) comm_reverse = std::max(comm_reverse, deviation_reverse_words());
   // Under pair_style hybrid, comm->init sizes the buffers from the hybrid style's sizes, which
   // it took from its sub-styles at pair_style time, before pair_coeff named our potential.
   if (force->pair != this) {
@@ -150,14 +153,14 @@ void PairEdgeframe::init_style()
   if (m_exchange) m_feature_exchange->set_comm(comm);
   if (m_exchange) m_feature_exchange->use_device_comm(m_exchange_device_comm);
   if (m_exchange) m_feature_exchange->measure_split(m_timing_detail);
-  const double shell = receptive_layers() * cfg.r_cut + neighbor->skin;
+  const double shell = receptive_layers() * lammps_r_cut() + neighbor->skin;    // LAMMPS distance units
   if (shell_mode && comm->cutghostuser < shell) {
     if (!m_cutghost_raised) m_cutghost_before = comm->cutghostuser;
     m_cutghost_raised = true;
     comm->cutghostuser = shell;
     if (comm->me == 0)
-      utils::logmesg(lmp, "edgeframe: ghost cutoff set to {:.4g} A = {} hops x {:.4g} A + skin {:.4g} A\n", shell,
-                     receptive_layers(), cfg.r_cut, neighbor->skin);
+      utils::logmesg(lmp, "edgeframe: ghost cutoff set to {:.4g} = {} hops x r_cut {:.4g} + skin {:.4g} (units {})\n",
+                     shell, receptive_layers(), lammps_r_cut(), neighbor->skin, update->unit_style);
   }
   if (!shell_mode && m_cutghost_raised) {    // an earlier run in shell mode raised it
     comm->cutghostuser = m_cutghost_before;
@@ -168,10 +171,10 @@ void PairEdgeframe::init_style()
                    m_feature_exchange->host_threads());
   if (m_exchange && comm->me == 0)
     utils::logmesg(lmp,
-                   "edgeframe: ghost mode exchange: ghost cutoff r_cut + skin = {:.4g} A; {} features per atom "
+                   "edgeframe: ghost mode exchange: ghost cutoff r_cut + skin = {:.4g} (units {}); {} features per atom "
                    "({} doubles in LAMMPS' buffers) forward-communicated before layers {}..{} and "
                    "reverse-communicated in the backward pass{}\n",
-                   cfg.r_cut + neighbor->skin, m_exchange_width, comm_forward, cfg.layers - exchanged_layers() + 1,
+                   lammps_r_cut() + neighbor->skin, update->unit_style, m_exchange_width, comm_forward, cfg.layers - exchanged_layers() + 1,
                    cfg.layers,
                    m_feature_exchange->device_comm()
                        ? " (LAMMPS-KOKKOS device communication: packed on the device, device buffers to MPI)"
@@ -185,7 +188,7 @@ void PairEdgeframe::init_style()
 
 double PairEdgeframe::init_one(int i, int j)
 {
-  const double rc = m_potential ? m_potential->config.r_cut : 0.0;
+  const double rc = m_potential ? lammps_r_cut() : 0.0;    // init_style set the units
   cutghost[i][j] = cutghost[j][i] = rc;
   return rc;
 }
@@ -260,7 +263,7 @@ void PairEdgeframe::copy_positions()
   const int n = m_nodes.n_nodes();
   for (int k = 0; k < n; k++) {
     const int i = m_nodes.atom_of_node[k];
-    for (int d = 0; d < 3; d++) b.x_host(k, d) = x[i][d];
+    for (int d = 0; d < 3; d++) b.x_host(k, d) = x[i][d] * m_to_angstrom;
   }
   Kokkos::deep_copy(b.x, b.x_host);
   if (m_folded) {
@@ -269,7 +272,7 @@ void PairEdgeframe::copy_positions()
     const std::size_t p = m_nodes.pair_image.size();
     for (std::size_t e = 0; e < p; e++) {
       const int img = m_nodes.pair_image[e], owner = m_nodes.atom_of_node[m_nodes.pair_j[e]];
-      for (int d = 0; d < 3; d++) b.pair_shift_host(e, d) = x[img][d] - x[owner][d];
+      for (int d = 0; d < 3; d++) b.pair_shift_host(e, d) = (x[img][d] - x[owner][d]) * m_to_angstrom;
     }
     Kokkos::deep_copy(b.pair_shift, b.pair_shift_host);
   }
@@ -287,13 +290,13 @@ void PairEdgeframe::check_min_distance()
   const int n_pairs = (int) m_nodes.pair_i.size(), n_local = m_nodes.n_local;
   if (n_pairs == 0) return;
   const auto closest = closest_owned_pair(b, n_pairs, n_local, m_folded);
-  if (closest.val >= m_min_distance * m_min_distance) return;
+  if (closest.val >= m_min_distance_a * m_min_distance_a) return;    // Angstrom^2: engine-side positions
   const int p = closest.loc;
   const int i = m_nodes.atom_of_node[m_nodes.pair_i[p]];
   const int j = m_folded ? m_nodes.pair_image[p] : m_nodes.atom_of_node[m_nodes.pair_j[p]];
   error->one(FLERR,
              "pair_style edgeframe: atoms {} and {} are {:.4g} A apart at step {}, closer than min_distance {:.4g} A",
-             atom->tag[i], atom->tag[j], std::sqrt(closest.val), update->ntimestep, m_min_distance);
+             atom->tag[i], atom->tag[j], std::sqrt(closest.val), update->ntimestep, m_min_distance_a);
 }
 
 void PairEdgeframe::compute(int eflag, int vflag)
@@ -321,6 +324,7 @@ void PairEdgeframe::compute(int eflag, int vflag)
   update_system(atom->type, atom->nlocal);    // collective (model v2)
   if (m_nodes.n_local == 0) {
     if (m_exchange || (is_v2() && comm->nprocs > 1)) idle_rank_collectives();
+    if (deviation_due()) deviation_on_idle_rank();
     note_first_call();
     return;
   }
@@ -347,11 +351,14 @@ void PairEdgeframe::compute(int eflag, int vflag)
         error->one(FLERR,
                    "pair_style edgeframe: non-finite force on atom {} at step {}; stopping instead of integrating on",
                    atom->tag[i], update->ntimestep);
-      f[i][d] += fk;
+      f[i][d] += fk * m_force_from_engine;
     }
   }
   add_energy_and_virials(result, m_nodes.atom_of_node.data(), n, m_nodes.n_local);
   m_time_copy += platform::walltime() - t2;
+  if (deviation_due())
+    evaluate_deviation(positions, m_exchange ? m_feature_exchange.get() : nullptr, result,
+                       m_nodes.atom_of_node.data(), n, "edgeframe");
   note_first_call();
 }
 
@@ -367,10 +374,12 @@ void PairEdgeframe::unpack_forward_comm(int n, int first, double *buf)
 
 int PairEdgeframe::pack_reverse_comm(int n, int first, double *buf)
 {
+  if (m_reverse_deviation) return pack_deviation_forces(n, first, buf);
   return m_feature_exchange->pack_reverse(n, first, buf);
 }
 
 void PairEdgeframe::unpack_reverse_comm(int n, int *list, double *buf)
 {
+  if (m_reverse_deviation) return unpack_deviation_forces(n, list, buf);
   m_feature_exchange->unpack_reverse(n, list, buf);
 }

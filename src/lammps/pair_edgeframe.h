@@ -10,6 +10,7 @@
 
 #include "pair.h"
 
+#include "edgeframe_deviation.h"
 #include "edgeframe_exchange.h"
 #include "edgeframe_node_map.h"
 #include "evaluator.hpp"
@@ -55,7 +56,13 @@ class PairEdgeframe : public Pair {
   double m_memory_budget_gb = 0.0;    // keyword memory_budget: GB for auto, 0 = the device's free memory
   std::string m_plan_logged;    // the activations plan last written to the log (rank 0)
   long m_recomputed_at_init = 0;    // the evaluator's layers_recomputed() when this run started
-  double m_min_distance = 0.3;    // Angstrom, keyword min_distance (see doc/pair_style.md)
+  double m_min_distance = -1.0;    // keyword min_distance, LAMMPS distance units; < 0: 0.3 Angstrom
+  // LAMMPS' unit style at the boundary (doc/pair_edgeframe.md "Units"): the engine works in
+  // Angstrom and eV. Set from LAMMPS' own constants by check_run_preconditions.
+  double m_to_angstrom = 1.0;    // Angstrom per LAMMPS distance unit (1 / force->angstrom)
+  double m_energy_from_ev = 1.0;    // LAMMPS energy units per eV
+  double m_force_from_engine = 1.0;    // LAMMPS force units per eV/Angstrom
+  double m_min_distance_a = 0.3;    // min_distance in Angstrom, for the engine-side positions
   // Model v2's system inputs (keywords task, charge, spin; doc/pair_edgeframe.md "Model v2").
   std::string m_task;    // empty: the model's default task
   int m_charge = 0, m_spin = 0;
@@ -111,11 +118,13 @@ class PairEdgeframe : public Pair {
   double m_sum_ghosts = 0.0, m_sum_nodes = 0.0, m_sum_ghost_nodes = 0.0, m_sum_edges = 0.0;
   bool m_model_block_printed = false;
 
+
   void allocate();
   void exchange_keyword(const std::string &key, const std::string &value);    // settings(): exchange_*, device_comm
   // need_newton: forces land on ghost atoms and must be reverse-communicated (every path but
   // the device path of /kk, whose folded graph puts every force on an owned atom).
   void check_run_preconditions(bool need_newton);
+  void set_units();    // m_to_angstrom and friends from LAMMPS' unit style (lj refused)
   void init_engine(bool need_newton = true);    // preconditions, evaluator, model block, per-run timers
   // Rank 0: writes the evaluator's activations plan to the log when it changes (activations
   // auto picks one per graph size; doc/pair_style.md).
@@ -124,13 +133,15 @@ class PairEdgeframe : public Pair {
   void accumulate_per_atom(const edgeframe::Result &result, const int *atom_of_node, int n_nodes, int n_local);
   // A non-finite energy or force from the engine: error->one with the step and the atom ID
   // (atom_of_node: host array, engine node -> LAMMPS local index; atom->tag read on the host).
-  void report_non_finite(const edgeframe::NonFiniteError &e, const int *atom_of_node);
+  void report_non_finite(const edgeframe::NonFiniteError &e, const int *atom_of_node,
+                         const std::string &potential_file = "");
   void print_model_block();
   void idle_rank_collectives();
   // Model v2: T layers read exchanged ghost features (v1: T - 1, its first layer reads only the
   // species), and a ghost shell must reach T + 1 cutoffs (the edge-degree embedding is one
   // more hop); v1: T.
   bool is_v2() const;
+  double lammps_r_cut() const;    // the model's r_cut in LAMMPS distance units
   int exchanged_layers() const;
   int receptive_layers() const;
   // Model v2: the composition of the whole system (owned atoms of every rank: collective) and
@@ -155,6 +166,39 @@ class PairEdgeframe : public Pair {
                                   const char *style, const std::function<const int *()> &atom_of_node_on_host);
   // Energy and global virial into LAMMPS' tallies; per-atom ones onto atoms (accumulate_per_atom).
   void add_energy_and_virials(const edgeframe::Result &result, const int *atom_of_node, int n_nodes, int n_local);
+
+  // ---- model deviation (pair_edgeframe_deviation.cpp; doc/pair_edgeframe.md "Model deviation") ----
+  edgeframe_glue::DeviationSettings m_deviation;    // keywords out_freq, out_file, atomic, relative, relative_v
+  struct DeviationModel {
+    std::string file;
+    std::unique_ptr<edgeframe::Potential> potential;
+    std::unique_ptr<edgeframe::Evaluator> evaluator;    // made at init, as m_evaluator
+  };
+  std::vector<DeviationModel> m_deviation_models;    // pair_coeff's second and later files
+  FILE *m_deviation_fp = nullptr;    // rank 0: the out_file, open from the first run on
+  // [nlocal + nghost][3 * models] every model's forces on LAMMPS atoms, LAMMPS force units
+  std::vector<double> m_deviation_forces;
+  bool m_reverse_deviation = false;    // pack/unpack_reverse_comm carry m_deviation_forces
+  double m_deviation_values[7] = {};    // pvector: the deviation file's columns of the last deviation step
+  void deviation_keyword(const std::string &key, const std::string &value);
+  // pair_coeff: the ensemble's other files, checked against the first (format, r_cut, species).
+  void read_deviation_models(const std::vector<std::string> &files, const std::vector<std::string> &elements,
+                             const edgeframe::Potential &main);
+  void init_deviation();    // init: architecture on several ranks, evaluators, the file (rank 0)
+  bool deviation_due() const;    // an ensemble, and this step a multiple of out_freq
+  // Every other model on m_graph and the positions of the step whose main result is `main`;
+  // forces of engine nodes to LAMMPS atoms (atom_of_node, host); then finish_deviation.
+  void evaluate_deviation(Positions positions, edgeframe::NodeExchange *exchange, const edgeframe::Result &main,
+                          const int *atom_of_node, int n_nodes, const char *style);
+  void deviation_on_idle_rank();    // a rank without nodes: the same collectives
+  void zero_deviation_forces();
+  // Collective: ghost forces to owners, the statistics over all ranks, the file line, pvector.
+  void finish_deviation(std::vector<double> energies, std::vector<double> virials);
+  int pack_deviation_forces(int n, int first, double *buf) const;
+  void unpack_deviation_forces(int n, const int *list, const double *buf);
+  int deviation_reverse_words() const;    // per atom in the reverse communication, 0 without an ensemble
+  void close_deviation_file();
+  edgeframe::EvaluatorOptions evaluator_options() const;    // from the keywords
 
  private:
   // The plain style's graph upkeep and positions (host-data path, also /kk's).

@@ -232,16 +232,17 @@ void PairEdgeframeKokkos<DeviceType>::gather_positions_and_shifts()
   auto x = atomKK->k_x.view<DeviceType>();
   auto positions = d_positions;
   auto atom_of_node = d_atom_of_node;
+  const double to_a = m_to_angstrom;    // the engine works in Angstrom
   Kokkos::parallel_for(
       "edgeframe/kk::gather_positions", Kokkos::RangePolicy<DeviceType>(0, m_n_nodes), KOKKOS_LAMBDA(int k) {
         const int i = atom_of_node(k);
-        for (int d = 0; d < 3; d++) positions(k, d) = x(i, d);
+        for (int d = 0; d < 3; d++) positions(k, d) = x(i, d) * to_a;
       });
   auto shift = d_shift;
   auto pair_image = d_pair_image, pair_owner = d_pair_owner;
   Kokkos::parallel_for(
       "edgeframe/kk::image_shifts", Kokkos::RangePolicy<DeviceType>(0, m_n_pairs), KOKKOS_LAMBDA(int p) {
-        for (int d = 0; d < 3; d++) shift(p, d) = x(pair_image(p), d) - x(pair_owner(p), d);
+        for (int d = 0; d < 3; d++) shift(p, d) = (x(pair_image(p), d) - x(pair_owner(p), d)) * to_a;
       });
 }
 
@@ -258,14 +259,15 @@ void PairEdgeframeKokkos<DeviceType>::check_min_distance_device()
         for (int d = 0; d < 3; d++) r2 += (x(j, d) - x(i, d)) * (x(j, d) - x(i, d));
         return r2;
       });
-  if (m_n_pairs == 0 || closest.val >= m_min_distance * m_min_distance) return;
+  const double floor = m_min_distance_a / m_to_angstrom;    // LAMMPS distance units, as x
+  if (m_n_pairs == 0 || closest.val >= floor * floor) return;
   auto h_pair_i = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(d_pair_i, closest.loc));
   auto h_image = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(d_pair_image, closest.loc));
   atomKK->sync(Host, TAG_MASK);
   error->one(FLERR,
              "pair_style edgeframe: atoms {} and {} are {:.4g} A apart at step {}, closer than min_distance {:.4g} A",
-             atom->tag[h_atom_of_node(h_pair_i())], atom->tag[h_image()], std::sqrt(closest.val), update->ntimestep,
-             m_min_distance);
+             atom->tag[h_atom_of_node(h_pair_i())], atom->tag[h_image()], std::sqrt(closest.val) * m_to_angstrom,
+             update->ntimestep, m_min_distance_a);
 }
 
 template <class DeviceType>
@@ -289,10 +291,11 @@ void PairEdgeframeKokkos<DeviceType>::scatter_forces_device(const edgeframe::Res
                atom->tag[h_atom_of_node(first_bad)], update->ntimestep);
   }
   auto f = atomKK->k_f.view<DeviceType>();
+  const double scale = m_force_from_engine;    // eV/Angstrom to LAMMPS force units
   Kokkos::parallel_for(
       "edgeframe/kk::add_forces", Kokkos::RangePolicy<DeviceType>(0, m_n_nodes), KOKKOS_LAMBDA(int k) {
         const int i = atom_of_node(k);    // one node per atom: no two threads write one atom
-        for (int d = 0; d < 3; d++) f(i, d) += forces(k, d);
+        for (int d = 0; d < 3; d++) f(i, d) += forces(k, d) * scale;
       });
   atomKK->modified(execution_space, F_MASK);
 }
@@ -353,6 +356,10 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
     scatter_forces_device(result);
     add_energy_and_virials(result, h_atom_of_node.data(), m_n_nodes, m_n_nodes);
     m_time_copy += platform::walltime() - t2;
+    if (deviation_due()) {
+      atomKK->sync(Host, TYPE_MASK | TAG_MASK);    // the statistics read types and IDs on the host
+      evaluate_deviation(positions, nullptr, result, h_atom_of_node.data(), m_n_nodes, "edgeframe/kk");
+    }
     note_first_call();
   }
 }

@@ -31,11 +31,13 @@ void finalize_kokkos_at_exit()
 
 void PairEdgeframe::settings(int narg, char **arg)
 {
+  m_deviation = edgeframe_glue::DeviationSettings();    // a new pair_style gives its own (or none)
+  close_deviation_file();    // ... and a deviation run then starts its file anew
   int iarg = 0;
   while (iarg < narg) {
     const std::string key = arg[iarg];
-    if (iarg + 1 >= narg) error->all(FLERR, "pair_style edgeframe: keyword {} needs a value", key);
-    const std::string value = arg[iarg + 1];
+    if (iarg + 1 >= narg && key != "atomic") error->all(FLERR, "pair_style edgeframe: keyword {} needs a value", key);
+    const std::string value = iarg + 1 < narg ? arg[iarg + 1] : "";
     if (key == "precision") {
       if (value != "fp64" && value != "fp32" && value != "tf32")
         error->all(FLERR, "pair_style edgeframe: unknown precision '{}' (valid: fp64, fp32, tf32)", value);
@@ -79,12 +81,19 @@ void PairEdgeframe::settings(int narg, char **arg)
     } else if (key == "spin") {
       m_spin = utils::inumeric(FLERR, value, false, lmp);
       m_spin_set = true;
+    } else if (key == "atomic") {    // deepmd-kit's flag: no value
+      m_deviation.atomic = m_deviation.any_keyword = true;
+      iarg += 1;
+      continue;
+    } else if (key == "out_freq" || key == "out_file" || key == "relative" || key == "relative_v") {
+      deviation_keyword(key, value);
     } else if (key.rfind("exchange_", 0) == 0 || key == "device_comm") {
       exchange_keyword(key, value);
     } else {
       error->all(FLERR,
                  "pair_style edgeframe: unknown keyword '{}' (valid: precision, graph, cuda_graph, activations, "
                  "edge_chunk, memory_budget, min_distance, fold_images, ghost_mode, timing, task, charge, spin, "
+                 "out_freq, out_file, atomic, relative, relative_v, "
                  "exchange_stage, "
                  "exchange_self_swaps, "
                  "exchange_swaps, exchange_transport, exchange_threads, exchange_parallel_bytes, device_comm)",
@@ -100,6 +109,7 @@ void PairEdgeframe::settings(int narg, char **arg)
       !m_exchange_settings.skip_self_swaps)
     error->all(FLERR, "pair_style edgeframe: exchange_swaps direct needs exchange_self_swaps skip");
   m_evaluator.reset();    // a re-issued pair_style (new precision, activations) needs a new evaluator
+  for (auto &m : m_deviation_models) m.evaluator.reset();
   m_feature_exchange.reset();    // ... and new exchange settings a new exchange (made and bound at the next run)
   m_model_block_printed = false;    // ... and the model block says what it runs with
   m_system_atoms_per_z.clear();    // ... and model v2 its system inputs again
@@ -156,26 +166,29 @@ void PairEdgeframe::coeff(int narg, char **arg)
 {
   if (!allocated) allocate();
   const int ntypes = atom->ntypes;
-  if (narg != 3 + ntypes)
+  // One potential file, or several for a model deviation: the first drives the dynamics.
+  const int n_files = narg - 2 - ntypes;
+  if (n_files < 1)
     error->all(FLERR,
-               "pair_coeff edgeframe: expected '* * <potential file> <element or NULL for each of the {} atom types>', "
-               "got {} arguments",
+               "pair_coeff edgeframe: expected '* * <potential file(s)> <element or NULL for each of the {} atom "
+               "types>', got {} arguments",
                ntypes, narg);
   if (strcmp(arg[0], "*") != 0 || strcmp(arg[1], "*") != 0)
     error->all(FLERR, "pair_coeff edgeframe: the first two arguments must be '* *' (got '{} {}')", arg[0], arg[1]);
 
   m_potential_file = arg[2];
   m_type_element.assign(1, "");
-  for (int t = 1; t <= ntypes; t++) m_type_element.emplace_back(arg[2 + t]);
+  for (int t = 1; t <= ntypes; t++) m_type_element.emplace_back(arg[1 + n_files + t]);
+  const std::vector<std::string> elements(m_type_element.begin() + 1, m_type_element.end());
 
   auto potential = std::make_unique<edgeframe::Potential>();
   call_engine(error, Scope::ALL, FLERR, "pair_coeff edgeframe", [&] {
     *potential = edgeframe::read_potential(m_potential_file);
-    const std::vector<std::string> elements(m_type_element.begin() + 1, m_type_element.end());
     const std::vector<int> map = potential->species_map(elements);
     m_type_species.assign(1, -1);
     m_type_species.insert(m_type_species.end(), map.begin(), map.end());
   });
+  read_deviation_models(std::vector<std::string>(arg + 3, arg + 2 + n_files), elements, *potential);
   int mapped = 0;
   for (int t = 1; t <= ntypes; t++) mapped += m_type_species[t] >= 0;
   if (mapped == 0)

@@ -41,10 +41,26 @@ constexpr int kVoigt[6] = {0, 4, 8, 1, 2, 5};
 constexpr int kCentroid[9] = {0, 4, 8, 1, 2, 5, 3, 6, 7};
 }    // namespace
 
+void PairEdgeframe::set_units()
+{
+  // The engine works in Angstrom and eV. LAMMPS gives 1 Angstrom in its distance units
+  // (force->angstrom) and Boltzmann's constant in its energy units per K (force->boltz), so
+  // boltz / boltz(metal) is 1 eV in its energy units: LAMMPS' own constants, for every unit style
+  // that has physical units.
+  if (strcmp(update->unit_style, "lj") == 0)
+    error->all(FLERR,
+               "pair_style edgeframe cannot run in 'units lj' (reduced units have no Angstrom or eV; valid: real, "
+               "metal, si, cgs, electron, micro, nano)");
+  constexpr double kBoltzMetal = 8.617343e-5;    // eV/K: LAMMPS' force->boltz in units metal
+  m_to_angstrom = 1.0 / force->angstrom;
+  m_energy_from_ev = force->boltz / kBoltzMetal;    // exactly 1 in metal (x / x), and 1 Angstrom is 1.0
+  m_force_from_engine = m_energy_from_ev * m_to_angstrom;
+  m_min_distance_a = m_min_distance < 0.0 ? 0.3 : m_min_distance * m_to_angstrom;
+}
+
 void PairEdgeframe::check_run_preconditions(bool need_newton)
 {
-  if (strcmp(update->unit_style, "metal") != 0)
-    error->all(FLERR, "pair_style edgeframe requires 'units metal' (got units {})", update->unit_style);
+  set_units();
   if (need_newton && force->newton_pair == 0)
     error->all(FLERR, "pair_style edgeframe requires 'newton on' (newton pair is off){}",
                lmp->kokkos ? "; LAMMPS-KOKKOS on GPUs turns it off by default: add '-pk kokkos newton on neigh half' "
@@ -70,6 +86,11 @@ void PairEdgeframe::log_activation_plan()
 void PairEdgeframe::MpiReduce::sum(double *values, int count)
 {
   MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_SUM, world);
+}
+
+double PairEdgeframe::lammps_r_cut() const
+{
+  return m_potential->config.r_cut / m_to_angstrom;
 }
 
 bool PairEdgeframe::is_v2() const
@@ -107,7 +128,10 @@ void PairEdgeframe::update_system(const int *type, int nlocal)
   in.spin_set = m_spin_set;
   in.atoms_per_z = counts;
   std::string line;
-  call_engine(error, Scope::ALL, FLERR, "pair_style edgeframe", [&] { line = m_evaluator->set_system(in); });
+  call_engine(error, Scope::ALL, FLERR, "pair_style edgeframe", [&] {
+    line = m_evaluator->set_system(in);
+    for (auto &m : m_deviation_models) m.evaluator->set_system(in);    // the ensemble's same system
+  });
   m_system_atoms_per_z = counts;
   if (comm->me == 0)
     utils::logmesg(lmp, "{}{}\n", changed ? "edgeframe: the composition changed; " : "", line);
@@ -144,7 +168,7 @@ void PairEdgeframe::init_engine(bool need_newton)
                edgeframe::build_info().execution_space);
 
   if (comm->me == 0 && m_graph_per_rebuild) {
-    const double rc = m_potential->config.r_cut, rs = rc + neighbor->skin;
+    const double rc = m_potential->config.r_cut, rs = rc + neighbor->skin * m_to_angstrom;
     utils::logmesg(lmp,
                    "edgeframe: graph per_rebuild: edges within r_cut + skin = {:.4g} A, built at neighbour-list "
                    "rebuilds; each step evaluates about ({:.4g} / {:.4g})^3 = {:.3g}x the edges within r_cut (a "
@@ -159,20 +183,11 @@ void PairEdgeframe::init_engine(bool need_newton)
     if (why) error->warning(FLERR, "pair_style edgeframe: cuda_graph yes has no effect here ({})", why);
   }
   if (!m_evaluator) {
-    call_engine(error, Scope::ALL, FLERR, "pair_style edgeframe", [&] {
-      edgeframe::EvaluatorOptions options;
-      options.precision = edgeframe::parse_precision(m_precision);
-      using Activations = edgeframe::EvaluatorOptions::Activations;
-      options.activations = m_activations == "keep"        ? Activations::keep
-                            : m_activations == "recompute" ? Activations::recompute
-                                                           : Activations::automatic;
-      options.edge_chunk = m_edge_chunk;
-      options.memory_budget = m_memory_budget_gb * 1e9;
-      options.cuda_graph = m_cuda_graph;
-      m_evaluator = std::make_unique<edgeframe::Evaluator>(*m_potential, options);
-    });
+    call_engine(error, Scope::ALL, FLERR, "pair_style edgeframe",
+                [&] { m_evaluator = std::make_unique<edgeframe::Evaluator>(*m_potential, evaluator_options()); });
     m_system_atoms_per_z.clear();    // a new evaluator has no system inputs yet
   }
+  init_deviation();
   m_recomputed_at_init = m_evaluator->layers_recomputed();
   m_graph_counts_at_init[0] = m_evaluator->cuda_graph_captures();
   m_graph_counts_at_init[1] = m_evaluator->cuda_graph_replays();    // the end-of-run line counts this run's
@@ -185,6 +200,20 @@ void PairEdgeframe::init_engine(bool need_newton)
   std::fill(std::begin(m_first_call), std::end(m_first_call), 0.0);
   if (comm->me == 0 && !m_model_block_printed) print_model_block();
   m_model_block_printed = true;    // once per pair_style / pair_coeff, not at every run
+}
+
+edgeframe::EvaluatorOptions PairEdgeframe::evaluator_options() const
+{
+  edgeframe::EvaluatorOptions options;
+  options.precision = edgeframe::parse_precision(m_precision);
+  using Activations = edgeframe::EvaluatorOptions::Activations;
+  options.activations = m_activations == "keep"        ? Activations::keep
+                        : m_activations == "recompute" ? Activations::recompute
+                                                       : Activations::automatic;
+  options.edge_chunk = m_edge_chunk;
+  options.memory_budget = m_memory_budget_gb * 1e9;
+  options.cuda_graph = m_cuda_graph;
+  return options;
 }
 
 void PairEdgeframe::print_model_block()
@@ -231,18 +260,21 @@ void PairEdgeframe::print_model_block()
                  info.execution_space, info.kokkos_version, info.torch_version);
 }
 
-void PairEdgeframe::report_non_finite(const edgeframe::NonFiniteError &e, const int *atom_of_node)
+void PairEdgeframe::report_non_finite(const edgeframe::NonFiniteError &e, const int *atom_of_node,
+                                      const std::string &potential_file)
 {
   // The engine names a node; the user needs the atom and the step. Callers report before
   // adding anything to f, eng_vdwl or the virial, and error->one stops before LAMMPS integrates on.
+  // potential_file: a model deviation's other potential (the dynamics' own goes unnamed).
+  const std::string whose = potential_file.empty() ? "" : fmt::format(" (model deviation, potential {})", potential_file);
   const int k = e.node();
   if (k < 0)
-    error->one(FLERR, "pair_style edgeframe: {} at step {}; stopping instead of integrating on", e.summary(),
+    error->one(FLERR, "pair_style edgeframe{}: {} at step {}; stopping instead of integrating on", whose, e.summary(),
                update->ntimestep);
   error->one(FLERR,
-             "pair_style edgeframe: {} at step {}: atom {} is the first atom with a non-finite energy or force "
+             "pair_style edgeframe{}: {} at step {}: atom {} is the first atom with a non-finite energy or force "
              "({}; {} atom(s) of this rank's graph affected); stopping instead of integrating on",
-             e.summary(), update->ntimestep, atom->tag[atom_of_node[k]], e.detail(), e.count());
+             whose, e.summary(), update->ntimestep, atom->tag[atom_of_node[k]], e.detail(), e.count());
 }
 
 void PairEdgeframe::accumulate_per_atom(const edgeframe::Result &result, const int *atom_of_node, int n_nodes,
@@ -250,7 +282,7 @@ void PairEdgeframe::accumulate_per_atom(const edgeframe::Result &result, const i
 {
   if (eflag_atom) {
     auto e_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), result.energies);
-    for (int k = 0; k < n_local; k++) eatom[atom_of_node[k]] += e_h(k);
+    for (int k = 0; k < n_local; k++) eatom[atom_of_node[k]] += e_h(k) * m_energy_from_ev;
   }
   if (vflag_atom || cvflag_atom) {
     // Ghost entries are folded back onto their owners by compute stress/atom (newton on).
@@ -258,9 +290,9 @@ void PairEdgeframe::accumulate_per_atom(const edgeframe::Result &result, const i
     for (int k = 0; k < n_nodes; k++) {
       const int i = atom_of_node[k];
       if (vflag_atom)
-        for (int c = 0; c < 6; c++) vatom[i][c] += w_h(k, kVoigt[c]);
+        for (int c = 0; c < 6; c++) vatom[i][c] += w_h(k, kVoigt[c]) * m_energy_from_ev;
       if (cvflag_atom)
-        for (int c = 0; c < 9; c++) cvatom[i][c] += w_h(k, kCentroid[c]);
+        for (int c = 0; c < 9; c++) cvatom[i][c] += w_h(k, kCentroid[c]) * m_energy_from_ev;
     }
   }
 }
@@ -473,7 +505,7 @@ void PairEdgeframe::make_step_graph(const edgeframe::kk::PairList<edgeframe::Exe
     }
     // Per rebuild: every candidate pair LAMMPS may bring within r_cut before its next rebuild
     // (its lists reach r_cut + skin); the envelope makes those beyond r_cut add exactly nothing.
-    const double cutoff = m_potential->config.r_cut + (m_graph_per_rebuild ? neighbor->skin : 0.0);
+    const double cutoff = m_potential->config.r_cut + (m_graph_per_rebuild ? neighbor->skin * m_to_angstrom : 0.0);
     m_graph = std::make_unique<edgeframe::AtomGraph>(
         edgeframe::make_graph(pairs, positions, species, n_local, cutoff));
   });
@@ -519,8 +551,8 @@ edgeframe::Result PairEdgeframe::evaluate_step(Positions positions, edgeframe::N
 void PairEdgeframe::add_energy_and_virials(const edgeframe::Result &result, const int *atom_of_node, int n_nodes,
                                            int n_local)
 {
-  if (eflag_global) eng_vdwl += result.energy;
+  if (eflag_global) eng_vdwl += result.energy * m_energy_from_ev;
   if (vflag_global)
-    for (int c = 0; c < 6; c++) virial[c] += result.virial[kVoigt[c]];
+    for (int c = 0; c < 6; c++) virial[c] += result.virial[kVoigt[c]] * m_energy_from_ev;
   accumulate_per_atom(result, atom_of_node, n_nodes, n_local);
 }
