@@ -11,6 +11,8 @@ import pytest
 def pytest_addoption(parser):
     parser.addoption("--lmp", default=os.environ.get("EDGEFRAME_LMP", "lmp"), help="LAMMPS executable")
     parser.addoption("--plugin", default=os.environ.get("EDGEFRAME_PLUGIN", ""), help="path to edgeframeplugin.so")
+    parser.addoption("--python-dir", default=os.environ.get("EDGEFRAME_PYTHON_DIR", ""),
+                     help="folder holding the built edgeframe Python package (<build>/python)")
 
 
 EDGEFRAME_STYLE = re.compile(r"^(\s*pair_style\s+(?:hybrid(?:/overlay|/scaled)?\s+.*?)?edgeframe\b)", re.MULTILINE)

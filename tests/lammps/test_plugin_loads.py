@@ -59,13 +59,6 @@ def test_wrong_number_of_elements_is_reported(lammps, tmp_path):
 GOLDEN_MODEL = Path(__file__).resolve().parents[1] / "data" / "goldens" / "model_L2m1.safetensors"
 
 
-def test_units_other_than_metal_are_refused_at_run(lammps):
-    script = DIAMOND_BOX.replace("units metal", "units real")
-    run = lammps(script + f"pair_style edgeframe\npair_coeff * * {GOLDEN_MODEL} C\nrun 0\n")
-    assert run.returncode != 0
-    assert "requires 'units metal'" in run.output
-
-
 def test_newton_off_is_refused_at_run(lammps):
     run = lammps("newton off\n" + DIAMOND_BOX + f"pair_style edgeframe\npair_coeff * * {GOLDEN_MODEL} C\nrun 0\n")
     assert run.returncode != 0
