@@ -175,7 +175,7 @@ class PairEdgeframe : public Pair {
     std::unique_ptr<edgeframe::Evaluator> evaluator;    // made at init, as m_evaluator
   };
   std::vector<DeviationModel> m_deviation_models;    // pair_coeff's second and later files
-  FILE *m_deviation_fp = nullptr;    // rank 0: the out_file, open from the first run on
+  FILE *m_deviation_fp = nullptr;    // rank 0: the out_file, opened at the first init with an ensemble
   // [nlocal + nghost][3 * models] every model's forces on LAMMPS atoms, LAMMPS force units
   std::vector<double> m_deviation_forces;
   bool m_reverse_deviation = false;    // pack/unpack_reverse_comm carry m_deviation_forces

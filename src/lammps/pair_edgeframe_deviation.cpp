@@ -121,7 +121,7 @@ void PairEdgeframe::init_deviation()
     for (const auto &m : m_deviation_models) {
       const auto &b = m.potential->config;
       const auto &av = m_potential->v2, &bv = m.potential->v2;
-      const char *what = a.layers != b.layers                                   ? "layers"
+      const char *what = a.layers != b.layers                                         ? "layers"
                          : a.num_coeffs() * a.channels != b.num_coeffs() * b.channels ? "features per atom (D x C)"
                          : is_v2() && !std::equal(av.charge_balanced, av.charge_balanced + 2, bv.charge_balanced)
                              ? "charge-balanced channels"
@@ -226,7 +226,7 @@ void PairEdgeframe::deviation_on_idle_rank()
 
 void PairEdgeframe::zero_deviation_forces()
 {
-  const std::size_t size = (std::size_t) (atom->nlocal + atom->nghost) * 3 * (1 + m_deviation_models.size());
+  const std::size_t size = (std::size_t)(atom->nlocal + atom->nghost) * 3 * (1 + m_deviation_models.size());
   m_deviation_forces.assign(size, 0.0);
 }
 
@@ -270,8 +270,7 @@ void PairEdgeframe::finish_deviation(std::vector<double> energies, std::vector<d
   edgeframe_glue::virial_deviation(virials.data(), models, n_atoms, m_deviation.relative_v, v);
   for (auto &e : energies) e /= n_atoms;    // deepmd-kit's devi_e: of the energy per atom
   const double devi_e = edgeframe_glue::population_std(energies.data(), models, 1);
-  const double values[kDeviationValues] = {v[0], v[1], v[2], f_max, counted > 0 ? f_min : 0.0, f_sum / n_atoms,
-                                           devi_e};
+  const double values[kDeviationValues] = {v[0], v[1], v[2], f_max, counted > 0 ? f_min : 0.0, f_sum / n_atoms, devi_e};
   // compute pair sums pvector over ranks: rank 0 holds the values, the others zeros.
   for (int c = 0; c < kDeviationValues; c++) m_deviation_values[c] = comm->me == 0 ? values[c] : 0.0;
 

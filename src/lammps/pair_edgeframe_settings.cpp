@@ -15,6 +15,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 
@@ -175,6 +176,17 @@ void PairEdgeframe::coeff(int narg, char **arg)
                ntypes, narg);
   if (strcmp(arg[0], "*") != 0 || strcmp(arg[1], "*") != 0)
     error->all(FLERR, "pair_coeff edgeframe: the first two arguments must be '* *' (got '{} {}')", arg[0], arg[1]);
+
+  // A second "file" that is no file but reads as an element: more elements than atom types.
+  for (int f = 1; f < n_files; f++) {
+    const std::string name = arg[2 + f];
+    const bool symbol_like = name == "NULL" || (name.size() <= 3 && std::isupper((unsigned char) name[0]));
+    if (symbol_like && !platform::file_is_readable(name))
+      error->all(FLERR,
+                 "pair_coeff edgeframe: expected '* * <potential file(s)> <element or NULL for each of the {} atom "
+                 "types>', got {} arguments: '{}' is neither a potential file nor one of the last {}",
+                 ntypes, narg, name, ntypes);
+  }
 
   m_potential_file = arg[2];
   m_type_element.assign(1, "");

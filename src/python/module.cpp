@@ -27,15 +27,13 @@ using Exec = edgeframe::Exec;
 using HostDoubles = py::array_t<double, py::array::c_style | py::array::forcecast>;
 using HostInts = py::array_t<int, py::array::c_style | py::array::forcecast>;
 
-edgeframe::kk::View1<int, Exec> ints_to_engine(const char* label, const int* data, int n)
-{
+edgeframe::kk::View1<int, Exec> ints_to_engine(const char* label, const int* data, int n) {
   edgeframe::kk::View1<int, Exec> view(std::string(label), n);
   Kokkos::deep_copy(view, Kokkos::View<const int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(data, n));
   return view;
 }
 
-edgeframe::kk::Vec3View<double, Exec> rows3_to_engine(const char* label, const double* data, int n)
-{
+edgeframe::kk::Vec3View<double, Exec> rows3_to_engine(const char* label, const double* data, int n) {
   edgeframe::kk::Vec3View<double, Exec> view(std::string(label), n);
   auto host = Kokkos::create_mirror_view(view);
   for (int k = 0; k < n; k++)
@@ -44,14 +42,14 @@ edgeframe::kk::Vec3View<double, Exec> rows3_to_engine(const char* label, const d
   return view;
 }
 
-void check_shape(const py::array& a, std::vector<py::ssize_t> shape, const char* name)
-{
-  bool ok = a.ndim() == (py::ssize_t) shape.size();
+void check_shape(const py::array& a, std::vector<py::ssize_t> shape, const char* name) {
+  bool ok = a.ndim() == (py::ssize_t)shape.size();
   for (std::size_t d = 0; ok && d < shape.size(); d++) ok = shape[d] < 0 || a.shape(d) == shape[d];
   if (ok) return;
   std::ostringstream msg;
   msg << "edgeframe: " << name << " must have shape (";
-  for (std::size_t d = 0; d < shape.size(); d++) msg << (d ? ", " : "") << (shape[d] < 0 ? "n" : std::to_string(shape[d]));
+  for (std::size_t d = 0; d < shape.size(); d++)
+    msg << (d ? ", " : "") << (shape[d] < 0 ? "n" : std::to_string(shape[d]));
   msg << "), got (";
   for (py::ssize_t d = 0; d < a.ndim(); d++) msg << (d ? ", " : "") << a.shape(d);
   msg << ")";
@@ -60,8 +58,7 @@ void check_shape(const py::array& a, std::vector<py::ssize_t> shape, const char*
 
 class Model {
  public:
-  Model(const std::string& path, const std::string& precision)
-  {
+  Model(const std::string& path, const std::string& precision) {
     edgeframe::ensure_kokkos_initialized();
     m_potential = std::make_unique<edgeframe::Potential>(edgeframe::read_potential(path));
     edgeframe::EvaluatorOptions options;
@@ -74,8 +71,7 @@ class Model {
   int format_version() const { return m_potential->format_version; }
   // Model v2: the length of set_system's atoms_per_z (atomic numbers 0 .. max_num_elements - 1).
   int max_num_elements() const { return m_potential->format_version == 2 ? m_potential->v2.max_num_elements : 0; }
-  std::vector<std::string> tasks() const
-  {
+  std::vector<std::string> tasks() const {
     std::vector<std::string> names;
     if (m_potential->format_version == edgeframe::kFormatVersionV2)
       for (const auto& t : m_potential->v2.tasks) names.push_back(t.name);
@@ -84,15 +80,13 @@ class Model {
 
   // Element symbols to species indices (InputError, i.e. ValueError, for an element the model
   // lacks: the message lists the model's elements).
-  std::vector<int> species_of(const std::vector<std::string>& symbols) const
-  {
+  std::vector<int> species_of(const std::vector<std::string>& symbols) const {
     return m_potential->species_map(symbols);
   }
 
   // Model v2's system inputs for the next compute() calls; returns the engine's log line.
   std::string set_system(const std::string& task, py::object charge, py::object spin,
-                         const std::vector<double>& atoms_per_z)
-  {
+                         const std::vector<double>& atoms_per_z) {
     edgeframe::SystemInputs in;
     in.task = task;
     in.charge_set = !charge.is_none();
@@ -106,12 +100,11 @@ class Model {
   // positions [N, 3] Angstrom; species [N]; pair_i, pair_j [P]: directed pairs (receiver i,
   // sender j), each once; shifts [P, 3] Angstrom: the sender's image offset (x_j + shift - x_i).
   py::dict compute(HostDoubles positions, HostInts species, HostInts pair_i, HostInts pair_j, HostDoubles shifts,
-                   bool energies, bool virial, bool atom_virial)
-  {
-    const int n = (int) positions.shape(0);
+                   bool energies, bool virial, bool atom_virial) {
+    const int n = (int)positions.shape(0);
     check_shape(positions, {-1, 3}, "positions");
     check_shape(species, {n}, "species");
-    const int p = (int) pair_i.shape(0);
+    const int p = (int)pair_i.shape(0);
     check_shape(pair_i, {p}, "pair_i");
     check_shape(pair_j, {p}, "pair_j");
     check_shape(shifts, {p, 3}, "shifts");
@@ -120,23 +113,23 @@ class Model {
     // when torch is imported in this process); the numpy arrays are read and made with it.
     edgeframe::Result r;
     {
-    py::gil_scoped_release no_gil;
-    const auto x = rows3_to_engine("edgeframe::python positions", positions.data(), n);
-    const auto s = ints_to_engine("edgeframe::python species", species.data(), n);
-    edgeframe::kk::PairList<Exec> pairs;
-    pairs.i = ints_to_engine("edgeframe::python pair_i", pair_i.data(), p);
-    pairs.j = ints_to_engine("edgeframe::python pair_j", pair_j.data(), p);
-    pairs.shift = rows3_to_engine("edgeframe::python shifts", shifts.data(), p);
-    pairs.half = false;
-    const auto graph = edgeframe::make_graph(pairs, x, s, n, m_potential->config.r_cut);
+      py::gil_scoped_release no_gil;
+      const auto x = rows3_to_engine("edgeframe::python positions", positions.data(), n);
+      const auto s = ints_to_engine("edgeframe::python species", species.data(), n);
+      edgeframe::kk::PairList<Exec> pairs;
+      pairs.i = ints_to_engine("edgeframe::python pair_i", pair_i.data(), p);
+      pairs.j = ints_to_engine("edgeframe::python pair_j", pair_j.data(), p);
+      pairs.shift = rows3_to_engine("edgeframe::python shifts", shifts.data(), p);
+      pairs.half = false;
+      const auto graph = edgeframe::make_graph(pairs, x, s, n, m_potential->config.r_cut);
 
-    edgeframe::What what;
-    what.forces = true;
-    what.energies = energies;
-    what.virial = virial;
-    what.atom_virial = atom_virial;
-    r = m_evaluator->compute(graph, x, what);
-    Kokkos::fence("edgeframe::python results to host");
+      edgeframe::What what;
+      what.forces = true;
+      what.energies = energies;
+      what.virial = virial;
+      what.atom_virial = atom_virial;
+      r = m_evaluator->compute(graph, x, what);
+      Kokkos::fence("edgeframe::python results to host");
     }
 
     py::dict out;
@@ -176,16 +169,16 @@ class Model {
   std::unique_ptr<edgeframe::Evaluator> m_evaluator;
 };
 
-}    // namespace
+}  // namespace
 
-PYBIND11_MODULE(_engine, m)
-{
+PYBIND11_MODULE(_engine, m) {
   m.doc() = "edgeframe's engine (doc/python.md); use edgeframe.Calculator for ASE";
   // The engine's input errors (a bad file, an element or task the model lacks) are the caller's.
   py::register_exception<edgeframe::InputError>(m, "InputError", PyExc_ValueError);
   py::register_exception<edgeframe::ComputeError>(m, "ComputeError", PyExc_RuntimeError);
-  m.def("execution_space", [] { return edgeframe::build_info().execution_space; },
-        "Kokkos' default execution space of this build: Serial, OpenMP, Cuda, ...");
+  m.def(
+      "execution_space", [] { return edgeframe::build_info().execution_space; },
+      "Kokkos' default execution space of this build: Serial, OpenMP, Cuda, ...");
   m.def("version", [] { return edgeframe::build_info().edgeframe_version; });
   py::class_<Model>(m, "Model")
       .def(py::init<const std::string&, const std::string&>(), py::arg("path"), py::arg("precision") = "fp64")
@@ -197,7 +190,6 @@ PYBIND11_MODULE(_engine, m)
       .def("species_of", &Model::species_of, py::arg("symbols"))
       .def("set_system", &Model::set_system, py::arg("task"), py::arg("charge"), py::arg("spin"),
            py::arg("atoms_per_z"))
-      .def("compute", &Model::compute, py::arg("positions"), py::arg("species"), py::arg("pair_i"),
-           py::arg("pair_j"), py::arg("shifts"), py::arg("energies") = false, py::arg("virial") = true,
-           py::arg("atom_virial") = false);
+      .def("compute", &Model::compute, py::arg("positions"), py::arg("species"), py::arg("pair_i"), py::arg("pair_j"),
+           py::arg("shifts"), py::arg("energies") = false, py::arg("virial") = true, py::arg("atom_virial") = false);
 }
