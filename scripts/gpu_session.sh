@@ -8,7 +8,8 @@
 #        and the trimmed LAMMPS source, then build edgeframe (engine, plugin, tests, bench) into
 #        build-gpu with all cores (BUILD_TARGETS: only those); pack the whole build tree into
 #        $OUT/build-gpu-state.tar.xz: a later call that carries it as .device/ recompiles only
-#        the sources that changed (see do_build).
+#        the sources that changed (see do_build). CMAKE_EXTRA: more cmake -D options, split at
+#        spaces (e.g. the Python module's -DEDGEFRAME_BUILD_PYTHON=ON -Dpybind11_DIR=...).
 # test:  the GoogleTest units on the GPU (every kernel typed over Kokkos::Cuda and Serial,
 #        the evaluator against the goldens) and the LAMMPS-level tests with the CUDA plugin
 #        (the plain style runs the engine on the GPU; /kk with -k on g 1 -sf kk).
@@ -104,7 +105,7 @@ do_build() {
   local t0=$SECONDS
   # The plugin switch is passed both ways: a carried NO_LAMMPS build tree has OFF in its cache.
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$Kokkos_ROOT/bin/nvcc_wrapper" \
-    -DEDGEFRAME_BUILD_PLUGIN=$([[ $no_lammps == 1 ]] && echo OFF || echo ON) \
+    -DEDGEFRAME_BUILD_PLUGIN=$([[ $no_lammps == 1 ]] && echo OFF || echo ON) ${CMAKE_EXTRA:-} \
     > "$OUT/build.log" 2>&1 && cmake --build "$build" -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} >> "$OUT/build.log" 2>&1 \
     || { grep -E "error|Error" "$OUT/build.log" | head -30; tail -15 "$OUT/build.log"; return 1; }
   echo "   built in $((SECONDS - t0)) s ($(grep -c "Building" "$OUT/build.log") compiles)"
