@@ -148,9 +148,11 @@ void PairEdgeframe::init_deviation()
     if (!m_deviation_fp)
       error->one(FLERR, "pair_style edgeframe: cannot open the model deviation file {} (out_file): {}",
                  m_deviation.out_file, utils::getsyserror());
-    fmt::print(m_deviation_fp, "#{:>11}{:>21}{:>21}{:>21}{:>21}{:>21}{:>21}{:>21}{}\n", "step", "max_devi_v",
-               "min_devi_v", "avg_devi_v", "max_devi_f", "min_devi_f", "avg_devi_f", "devi_e",
-               m_deviation.atomic ? "   atm_devi_f(N) in atom ID order" : "");
+    fputs(fmt::format("#{:>11}{:>21}{:>21}{:>21}{:>21}{:>21}{:>21}{:>21}{}\n", "step", "max_devi_v", "min_devi_v",
+                      "avg_devi_v", "max_devi_f", "min_devi_f", "avg_devi_f", "devi_e",
+                      m_deviation.atomic ? "   atm_devi_f(N) in atom ID order" : "")
+              .c_str(),
+          m_deviation_fp);
     fflush(m_deviation_fp);
   }
   if (comm->me == 0) {
@@ -294,7 +296,8 @@ void PairEdgeframe::finish_deviation(std::vector<double> energies, std::vector<d
   std::string line = fmt::format("{:>12}", update->ntimestep);
   for (double value : values) line += fmt::format(" {:>20.12e}", value);
   for (const auto &a : per_atom) line += fmt::format(" {:>20.12e}", a.second);
-  fmt::print(m_deviation_fp, "{}\n", line);
+  line += "\n";
+  fputs(line.c_str(), m_deviation_fp);    // fmt::print: not declared by LAMMPS' headers in the CUDA build
   fflush(m_deviation_fp);
 }
 
