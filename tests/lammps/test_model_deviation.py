@@ -115,7 +115,7 @@ def pe_of_run(output):
     (2, "", ()),                                   # two ranks, per-layer exchange
     (2, "ghost_mode shell", ()),                   # two ranks, ghost shell
     (1, "", KOKKOS_ARGS),                          # edgeframe/kk, device-resident path
-    (2, "", KOKKOS_ARGS),                          # edgeframe/kk, host-staged path
+    (2, "", KOKKOS_ARGS + ("-pk", "kokkos", "newton", "on", "neigh", "half")),  # edgeframe/kk, host-staged path
 ], ids=["1rank", "1rank-unfolded", "2ranks-exchange", "2ranks-shell", "kk-1rank", "kk-2ranks"])
 def test_deviation_equals_reference(lammps, tmp_path, ensemble, nprocs, keywords, args):
     models, paths = ensemble
