@@ -325,3 +325,34 @@ def test_idle_ranks_in_shell_mode_join_the_charge_sums(lammps, tmp_path, cases):
     rec, q, thermo, dump, _ = run(lammps, tmp_path, cases, "molecule", style=" ghost_mode shell fold_images no",
                                   nprocs=4, pre="processors 4 1 1")
     check(rec, q, thermo, dump, per_atom=False)
+
+
+@pytest.mark.parametrize("name", ["diamond", "mgo", "triclinic", "molecule"])
+def test_python_calculator_equals_fairchem(request, cases, name):
+    # edgeframe.Calculator (doc/python.md) on a converted UMA model with the case's task, charge
+    # and spin: fairchem's own fp64 energy, forces, per-atom energies and stress.
+    folder = request.config.getoption("--python-dir")
+    if not folder:
+        pytest.skip("the Python module was not built (configure with -DEDGEFRAME_BUILD_PYTHON=ON)")
+    import sys
+    sys.path.insert(0, folder)
+    import ase
+    import edgeframe
+    rec = load(cases, name)
+    atoms = ase.Atoms(symbols=[str(s) for s in rec["symbols"]], positions=rec["positions"], cell=rec["cell"],
+                      pbc=[bool(p) for p in rec["pbc"]])
+    spin = int(rec["spin"]) if int(rec["spin"]) >= 0 else None
+    atoms.calc = edgeframe.Calculator(cases / "uma.safetensors", precision="fp64", task=str(rec["task"]),
+                                      charge=int(rec["charge"]), spin=spin)
+
+    def close(a, b, what):
+        a, b = np.asarray(a, float), np.asarray(b, float)
+        err = float(np.abs(a - b).max())
+        bound = REL_FP64 * max(float(np.abs(b).max()), 1.0) + ABS_FP64
+        assert np.isfinite(a).all() and err <= bound, f"{what}: max |diff| {err:.3e} > {bound:.3e}"
+
+    close(atoms.get_potential_energy(), rec["fp64_energy"], "energy")
+    close(atoms.get_forces(), rec["fp64_forces"], "forces")
+    close(atoms.get_potential_energies(), rec["fp64_energies"], "per-atom energies")
+    if "fp64_stress" in rec and all(atoms.pbc):
+        close(atoms.get_stress(voigt=False), rec["fp64_stress"], "stress")
