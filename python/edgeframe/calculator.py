@@ -1,6 +1,6 @@
 """ASE calculator on edgeframe's engine: energy, forces, stress and per-atom energies of a
 potential file (model v1 or v2), the same numbers as pair_style edgeframe on the same structure
-(tests/python_api/test_calculator.py). The neighbour pairs come from ase.neighborlist; the
+(tests/lammps/test_python_calculator.py). The neighbour pairs come from ase.neighborlist; the
 engine keeps those within the model's cutoff."""
 import numpy as np
 from ase.calculators.calculator import Calculator as _AseCalculator

@@ -21,8 +21,8 @@ struct DeviationSettings {
   int out_freq = 100;    // steps between deviation evaluations (deepmd's default)
   std::string out_file = "model_devi.out";
   bool atomic = false;    // also write every atom's force deviation (in atom ID order)
-  double relative = -1.0;    // >= 0: force deviation / (|mean force| + relative), eV/A
-  double relative_v = -1.0;    // >= 0: virial deviation / (|mean virial| + relative_v), eV per atom
+  double relative = -1.0;    // >= 0: force deviation / (|mean force| + relative), LAMMPS force units
+  double relative_v = -1.0;    // >= 0: virial deviation / (|mean virial| + relative_v), LAMMPS energy units per atom
   bool any_keyword = false;    // one of the keywords above was given
 };
 
@@ -32,7 +32,7 @@ struct DeviationSettings {
 
 // Force deviation of one atom over K models: sqrt(<|F_k - <F>|^2>), the population standard
 // deviation of the force vector, with <.> the mean over models; relative >= 0 divides it by
-// |<F>| + relative. f: [K][3] with a stride of `stride` doubles between models.
+// |<F>| + relative (in f's units). f: [K][3] with a stride of `stride` doubles between models.
 inline double force_deviation(const double *f, int models, int stride, double relative)
 {
   double sq = 0.0;
@@ -70,7 +70,7 @@ inline double population_mean(const double *values, int models, int stride)
 }
 
 // The virial deviation's three columns from the K models' global virials ([K][9] row-major 3x3,
-// eV) of a system of n_atoms. Per component: the standard deviation over models of the virial
+// LAMMPS energy units) of a system of n_atoms. Per component: the standard deviation over models of the virial
 // per atom, divided with relative_v >= 0 by |its mean per atom| + relative_v. Then the max, the
 // min and the root mean square over the nine components (deepmd-kit's avg_devi_v).
 inline void virial_deviation(const double *virials, int models, double n_atoms, double relative_v, double out[3])

@@ -118,7 +118,6 @@ class PairEdgeframe : public Pair {
   double m_sum_ghosts = 0.0, m_sum_nodes = 0.0, m_sum_ghost_nodes = 0.0, m_sum_edges = 0.0;
   bool m_model_block_printed = false;
 
-
   void allocate();
   void exchange_keyword(const std::string &key, const std::string &value);    // settings(): exchange_*, device_comm
   // need_newton: forces land on ghost atoms and must be reverse-communicated (every path but
@@ -164,6 +163,13 @@ class PairEdgeframe : public Pair {
   // engine node -> LAMMPS local index, asked for only then); logs a changed activations plan.
   edgeframe::Result evaluate_step(Positions positions, edgeframe::NodeExchange *exchange, bool results_to_host,
                                   const char *style, const std::function<const int *()> &atom_of_node_on_host);
+  // One evaluator's call on m_graph, shared by the step and the model deviation: engine errors to
+  // error->one with `where`; a non-finite result stops the run naming the atom (and
+  // potential_file, a deviation model's); results_to_host fences before returning.
+  edgeframe::Result compute_on_step_graph(edgeframe::Evaluator &evaluator, Positions positions,
+                                          const edgeframe::What &what, const std::string &where, bool results_to_host,
+                                          const std::function<const int *()> &atom_of_node_on_host,
+                                          const std::string &potential_file = "");
   // Energy and global virial into LAMMPS' tallies; per-atom ones onto atoms (accumulate_per_atom).
   void add_energy_and_virials(const edgeframe::Result &result, const int *atom_of_node, int n_nodes, int n_local);
 
@@ -196,6 +202,7 @@ class PairEdgeframe : public Pair {
   void finish_deviation(std::vector<double> energies, std::vector<double> virials);
   int pack_deviation_forces(int n, int first, double *buf) const;
   void unpack_deviation_forces(int n, const int *list, const double *buf);
+  int deviation_stride() const;    // doubles per atom in m_deviation_forces: 3 per model
   int deviation_reverse_words() const;    // per atom in the reverse communication, 0 without an ensemble
   void close_deviation_file();
   edgeframe::EvaluatorOptions evaluator_options() const;    // from the keywords

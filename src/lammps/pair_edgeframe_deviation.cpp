@@ -179,10 +179,9 @@ void PairEdgeframe::evaluate_deviation(Positions positions, edgeframe::NodeExcha
                                        const edgeframe::Result &main, const int *atom_of_node, int n_nodes,
                                        const char *style)
 {
-  const int models = 1 + (int) m_deviation_models.size();
+  const int models = 1 + (int) m_deviation_models.size(), stride = deviation_stride();
   std::vector<double> energies(models, 0.0), virials(9 * models, 0.0);
   zero_deviation_forces();
-  const int stride = 3 * models;
   auto add = [&](int k, const edgeframe::Result &r) {
     auto f = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), r.forces);
     for (int n = 0; n < n_nodes; n++)
@@ -198,20 +197,10 @@ void PairEdgeframe::evaluate_deviation(Positions positions, edgeframe::NodeExcha
   what.reduce = is_v2() && comm->nprocs > 1 ? &m_reduce : nullptr;
   for (int k = 1; k < models; k++) {
     auto &m = m_deviation_models[k - 1];
-    edgeframe::Result r;
-    std::optional<edgeframe::NonFiniteError> non_finite;
-    call_engine(error, Scope::ONE, FLERR, fmt::format("pair_style {} (model deviation, potential {})", style, m.file),
-                [&] {
-                  try {
-                    r = m.evaluator->compute(*m_graph, positions, what);
-                  } catch (const edgeframe::NonFiniteError &e) {
-                    non_finite.emplace(e);
-                    return;
-                  }
-                  Kokkos::fence("edgeframe::model deviation results to host");
-                });
-    if (non_finite) report_non_finite(*non_finite, atom_of_node, m.file);
-    add(k, r);
+    add(k,
+        compute_on_step_graph(
+            *m.evaluator, positions, what, fmt::format("pair_style {} (model deviation, potential {})", style, m.file),
+            true, [&] { return atom_of_node; }, m.file));
   }
   finish_deviation(energies, virials);
 }
@@ -228,13 +217,13 @@ void PairEdgeframe::deviation_on_idle_rank()
 
 void PairEdgeframe::zero_deviation_forces()
 {
-  const std::size_t size = (std::size_t)(atom->nlocal + atom->nghost) * 3 * (1 + m_deviation_models.size());
+  const std::size_t size = (std::size_t)(atom->nlocal + atom->nghost) * deviation_stride();
   m_deviation_forces.assign(size, 0.0);
 }
 
 void PairEdgeframe::finish_deviation(std::vector<double> energies, std::vector<double> virials)
 {
-  const int models = 1 + (int) m_deviation_models.size(), stride = 3 * models;
+  const int models = 1 + (int) m_deviation_models.size(), stride = deviation_stride();
   if (!m_folded) {
     // Forces on ghosts to their owners. CommKokkos picks its host or device path by
     // reverse_comm_device at each call; these rows are host rows.
@@ -303,7 +292,7 @@ void PairEdgeframe::finish_deviation(std::vector<double> energies, std::vector<d
 
 int PairEdgeframe::pack_deviation_forces(int n, int first, double *buf) const
 {
-  const int stride = 3 * (1 + (int) m_deviation_models.size());
+  const int stride = deviation_stride();
   for (int i = first; i < first + n; i++)
     for (int c = 0; c < stride; c++) *buf++ = m_deviation_forces[(std::size_t) i * stride + c];
   return n * stride;
@@ -311,12 +300,17 @@ int PairEdgeframe::pack_deviation_forces(int n, int first, double *buf) const
 
 void PairEdgeframe::unpack_deviation_forces(int n, const int *list, const double *buf)
 {
-  const int stride = 3 * (1 + (int) m_deviation_models.size());
+  const int stride = deviation_stride();
   for (int k = 0; k < n; k++)
     for (int c = 0; c < stride; c++) m_deviation_forces[(std::size_t) list[k] * stride + c] += *buf++;
 }
 
+int PairEdgeframe::deviation_stride() const
+{
+  return 3 * (1 + (int) m_deviation_models.size());
+}
+
 int PairEdgeframe::deviation_reverse_words() const
 {
-  return m_deviation_models.empty() ? 0 : 3 * (1 + (int) m_deviation_models.size());
+  return m_deviation_models.empty() ? 0 : deviation_stride();
 }

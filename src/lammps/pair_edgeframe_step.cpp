@@ -529,22 +529,33 @@ edgeframe::Result PairEdgeframe::evaluate_step(Positions positions, edgeframe::N
   what.exchange = exchange;
   what.times = m_timing_detail ? &m_times : nullptr;
   what.reduce = is_v2() && comm->nprocs > 1 ? &m_reduce : nullptr;
-  edgeframe::Result result;
-  std::optional<edgeframe::NonFiniteError> non_finite;    // reported below, outside call_engine's catch
   // The size in the prefix: an allocation failure then says how much this rank asked for.
   const std::string where = fmt::format("pair_style {} ({} nodes, {} edges on rank {}, step {})", style,
                                         positions.extent(0), m_graph->edges.n_edges, comm->me, update->ntimestep);
+  const edgeframe::Result result =
+      compute_on_step_graph(*m_evaluator, positions, what, where, results_to_host, atom_of_node_on_host);
+  log_activation_plan();
+  return result;
+}
+
+edgeframe::Result PairEdgeframe::compute_on_step_graph(edgeframe::Evaluator &evaluator, Positions positions,
+                                                       const edgeframe::What &what, const std::string &where,
+                                                       bool results_to_host,
+                                                       const std::function<const int *()> &atom_of_node_on_host,
+                                                       const std::string &potential_file)
+{
+  edgeframe::Result result;
+  std::optional<edgeframe::NonFiniteError> non_finite;    // reported below, outside call_engine's catch
   call_engine(error, Scope::ONE, FLERR, where, [&] {
     try {
-      result = m_evaluator->compute(*m_graph, positions, what);
+      result = evaluator.compute(*m_graph, positions, what);
     } catch (const edgeframe::NonFiniteError &e) {
       non_finite.emplace(e);
       return;
     }
     if (results_to_host) Kokkos::fence("edgeframe::compute results to host");    // LAMMPS reads them there next
   });
-  if (non_finite) report_non_finite(*non_finite, atom_of_node_on_host());
-  log_activation_plan();
+  if (non_finite) report_non_finite(*non_finite, atom_of_node_on_host(), potential_file);
   return result;
 }
 
