@@ -10,6 +10,9 @@ with a progress bar, and writes per element
   <out>/<element>.npz        frames (see FIELDS below), float64
   <out>/<element>.json       the recipes, per-trajectory frame ranges and splits, provenance
 --check DIR compares the freshly made arrays with those in DIR (bit for bit).
+--append DIR keeps DIR's frames and runs only the recipes after the last one DIR holds (its
+recipes must be the first ones of recipes.py, unchanged), e.g. after recipes were appended.
+Recipes whose "md" has kind "static" are near-equilibrium configurations (datagen/static.py).
 """
 
 import argparse
@@ -27,6 +30,7 @@ from tqdm import tqdm
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from datagen.lammps_driver import LMP, run_trajectory  # noqa: E402
 from datagen.recipes import POTENTIALS, RECIPES  # noqa: E402
+from datagen.static import run_static  # noqa: E402
 
 VERSION = "1.0.0"
 # Per-frame arrays (F frames, A = total atoms): n_atoms [F], cell [F, 3, 3] (rows, A),
@@ -44,18 +48,21 @@ def lammps_version():
     return "unknown"
 
 
-def generate(element, only=None):
+def generate(element, only=None, first_recipe=0):
+    """Frames of recipes[first_recipe:] (trajectory indices counted from there)."""
     recipes = RECIPES[element]()
     if only:
         recipes = [r for r in recipes if any(o in r["name"] for o in only)]
+    recipes = recipes[first_recipe:]
     pot = POTENTIALS[element]
     cols = {k: [] for k in FIELDS}
     trajs = []
     bar = tqdm(recipes, desc=f"{element} trajectories", unit="traj", dynamic_ncols=True)
     start = time.time()
-    for t, rec in enumerate(bar):
+    for t, rec in enumerate(bar, start=first_recipe):
         bar.set_postfix_str(rec["name"])
-        frames = run_trajectory(rec, pot)
+        frames = run_static(rec, pot) if rec["md"].get("kind") == "static" else \
+            run_trajectory(rec, pot)
         first = sum(len(c) for c in cols["energy"])
         for fr in frames:
             n = len(fr["positions"])
@@ -78,6 +85,32 @@ def generate(element, only=None):
     return arrays, meta
 
 
+def append(element, olddir):
+    """The data set in olddir extended by the recipes it does not hold yet."""
+    old = dict(np.load(olddir / f"{element}.npz"))
+    old_meta = json.loads((olddir / f"{element}.json").read_text())
+    have = old_meta["trajectories"]
+    recipes = RECIPES[element]()
+    for k, t in enumerate(have):
+        want = json.loads(json.dumps(recipes[k])) if k < len(recipes) else None
+        if want is None or {key: t.get(key) for key in want} != want:
+            raise SystemExit(f"{olddir}/{element}.json: trajectory {k} ({t['name']}) is not recipe "
+                             f"{k} of recipes.py; regenerate instead of appending")
+    new, meta = generate(element, first_recipe=len(have))
+    n_old = len(old["energy"])
+    for t in meta["trajectories"]:
+        t["frames"] = [t["frames"][0] + n_old, t["frames"][1] + n_old]
+    arrays = {k: np.concatenate([old[k], new[k]]) for k in FIELDS}
+    meta["trajectories"] = have + meta["trajectories"]
+    meta["appended"] = dict(first_trajectory=len(have), first_frame=n_old, date=meta["date"],
+                            lammps=meta["lammps"], seconds=meta["seconds"])
+    for key in ("date", "lammps", "seconds"):
+        meta[key] = old_meta[key]
+    if "appended" in old_meta:
+        meta["appended_before"] = old_meta["appended"]
+    return arrays, meta
+
+
 def digest(arrays):
     h = hashlib.sha256()
     for k in FIELDS:
@@ -91,11 +124,16 @@ def main():
     ap.add_argument("--elements", nargs="+", default=["C", "Cu"], choices=sorted(RECIPES))
     ap.add_argument("--only", nargs="*", help="substrings of recipe names (debugging)")
     ap.add_argument("--check", type=pathlib.Path, help="compare with the data set in this dir")
+    ap.add_argument("--append", type=pathlib.Path,
+                    help="keep this dir's frames, run only the recipes it does not hold yet")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     ok = True
     for el in args.elements:
-        arrays, meta = generate(el, args.only)
+        if args.append:
+            arrays, meta = append(el, args.append)
+        else:
+            arrays, meta = generate(el, args.only)
         meta["sha256_arrays"] = digest(arrays)
         np.savez_compressed(args.out / f"{el}.npz", **arrays)
         (args.out / f"{el}.json").write_text(json.dumps(meta, indent=1) + "\n")

@@ -65,6 +65,11 @@ def structure_block(s):
         lines += [f"region box block 0 {L} 0 {L} 0 {L} units box", "create_box 1 box",
                   f"create_atoms 1 random {s['natoms']} {s['seed']} NULL "
                   f"overlap {s['overlap']} maxtry 1000"]
+    elif kind == "atoms":
+        # explicit positions (A) in a cubic box of edge `box` (isolated atom, dimers)
+        L = s["box"]
+        lines += [f"region box block 0 {L} 0 {L} 0 {L} units box", "create_box 1 box"]
+        lines += [f"create_atoms 1 single {x!r} {y!r} {z!r} units box" for x, y, z in s["positions"]]
     else:
         raise ValueError(f"unknown structure kind {kind!r}")
     if s.get("delete_ids"):
@@ -83,6 +88,13 @@ def structure_block(s):
         lines.append(f"variable txz equal {tilt[1]}*lz")
         lines.append(f"variable tyz equal {tilt[2]}*lz")
         lines.append("change_box all xy final ${txy} xz final ${txz} yz final ${tyz} remap units box")
+    fault = s.get("fault_yz")
+    if fault is not None:
+        # tilt c by `fault_yz` A along y WITHOUT moving the atoms: the crystal meets its shifted
+        # periodic image at the z boundary (fcc (111) stacking along z: a/sqrt(6) gives one
+        # intrinsic stacking fault per cell)
+        lines.append("change_box all triclinic")
+        lines.append(f"change_box all yz final {fault!r} units box")
     return "\n".join(lines) + "\n"
 
 

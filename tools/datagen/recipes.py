@@ -176,7 +176,81 @@ def carbon():
     b.add("surface", "110_T900", dict(kind="slab", lattice="diamond", a=A_DIAMOND,
                                       reps=(2, 1, 2), orient=O110, vacuum=10.0),
           md(900, 25), "train")
+
+    # Added for model v2 (issue #25): near-equilibrium static frames (static_near_equilibrium).
+    static_near_equilibrium(
+        b, [("diamond", (2, 2, 2))],
+        [("diamond", "100", O100, (2, 2, 2), {}), ("diamond", "110", O110, (2, 1, 2), {}),
+         ("diamond", "111", O111, (1, 2, 1),
+          dict(spacing=SPACING111, shift_z=round(A0["diamond"] * 3 ** 0.5 / 12, 6)))],
+        dimers=[1.1, 1.25, 1.4, 1.6, 1.8, 2.0, 2.3, 2.7, 3.1, 3.4])
     return b.recipes
+
+
+# ---------------------------------------------------------------------------- near equilibrium
+# Static recipes (datagen/static.py), appended after every MD recipe of an element so that every
+# earlier frame keeps its index. They sit at the classical potential's own relaxed lattice
+# constants (doc/data.md), where a perfect lattice has zero forces and stress.
+A0 = {"diamond": 3.56583, "fcc": 3.61493, "bcc": 2.86822}
+RATTLES = [{}, {"rattle": 0.001}, {"rattle": 0.01}, {"rattle": 0.01}, {"rattle": 0.03},
+           {"rattle": 0.03}]
+# small homogeneous strains (exx, eyy, ezz, eyz, exz, exy): the elastic constants' +-0.5 %, +-1 %
+STRAINS = [(0.005, 0, 0, 0, 0, 0), (-0.005, 0, 0, 0, 0, 0), (0.01, 0, 0, 0, 0, 0),
+           (-0.01, 0, 0, 0, 0, 0), (0, 0, 0, 0, 0, 0.005), (0, 0, 0, 0, 0, -0.005),
+           (0, 0, 0, 0, 0, 0.01), (0, 0, 0, 0, 0, -0.01), (0.01, -0.005, 0, 0.005, 0, 0)]
+PHONON_DIRS = [(1, 0, 0), (1, 1, 1), (1, 1, 0), (2, 1, 0)]
+
+
+def static_near_equilibrium(b, lattices, slabs, dimers, fault=None):
+    """Append the static families 'lattice', 'relaxed' and 'atom' to builder b.
+
+    lattices: [(lattice, reps)]; slabs: [(lattice, hkl, orient, reps, extra structure keys)];
+    dimers: pair distances (A); fault: (reps) of an fcc (111) stacking-fault cell or None."""
+    st = lambda lat, reps, **kw: dict(kind="bulk", lattice=lat, a=A0[lat], reps=reps, **kw)  # noqa
+    static = lambda perturb, **kw: dict(kind="static", perturb=perturb, **kw)  # noqa
+    for lat, reps in lattices:
+        # equation of state around a0: the perfect lattice and small rattles
+        scales = [0.97, 0.98, 0.99, 0.995, 1.0, 1.005, 1.01, 1.02, 1.03]
+        for s in scales:
+            b.add("lattice", f"{lat}_perfect_s{s}", st(lat, reps, scale=s), static(RATTLES),
+                  _split(s, test=(0.99, 1.02), val=(1.005,)))
+        # strained at fixed ions (+ small rattles), and with the ions relaxed in the strained cell
+        for k, e in enumerate(STRAINS):
+            perturb = [{"strain": e}, {"strain": e, "rattle": 0.005}, {"strain": e, "rattle": 0.02}]
+            b.add("lattice", f"{lat}_strain{k}", st(lat, reps), static(perturb),
+                  _split(k, test=(2, 5), val=(8,)))
+        for k, e in enumerate(STRAINS[::2]):
+            scale = (1 + e[0], 1 + e[1], 1 + e[2])
+            tilt = (e[5] / (1 + e[1]), e[4] / (1 + e[2]), e[3] / (1 + e[2]))
+            b.add("lattice", f"{lat}_strain{2 * k}_relaxed", st(lat, reps, scale=scale, tilt=tilt),
+                  static([{}, {"rattle": 0.01}], relax=True), _split(k, test=(1,), val=()))
+        # finite displacements of one atom (frozen phonons), 0.005 .. 0.08 A
+        for k, v in enumerate(PHONON_DIRS):
+            perturb = [{"displace": d, "dir": v} for d in (0.005, 0.01, 0.02, 0.04, 0.08)]
+            b.add("lattice", f"{lat}_phonon{''.join(map(str, v))}", st(lat, reps), static(perturb),
+                  _split(k, test=(2,), val=(3,)))
+        # relaxed vacancy at a0 and at +-1 %
+        for k, s in enumerate((1.0, 0.99, 1.01)):
+            b.add("relaxed", f"{lat}_vacancy_s{s}", st(lat, reps, scale=s, delete_ids=[1]),
+                  static([{}, {"rattle": 0.005}, {"rattle": 0.02}, {"rattle": 0.02}], relax=True),
+                  _split(k, test=(2,), val=(1,)))
+    for k, (lat, hkl, orient, reps, extra) in enumerate(slabs):
+        s = dict(kind="slab", lattice=lat, a=A0[lat], reps=reps, orient=orient, vacuum=10.0, **extra)
+        b.add("relaxed", f"{lat}_slab{hkl}", s,
+              static([{}, {"rattle": 0.005}, {"rattle": 0.02}], relax=True), "train")
+    if fault is not None:
+        a = A0["fcc"]
+        s = dict(kind="bulk", lattice="fcc", a=a, reps=fault, orient=O111, spacing=SPACING111,
+                 fault_yz=round(a / 6 ** 0.5, 10))
+        b.add("relaxed", "fcc_stacking_fault", s,
+              static([{}, {"rattle": 0.005}, {"rattle": 0.02}], relax=True, relax_z=True), "train")
+    # the isolated atom (15 A box: no neighbour within any model cutoff) and dimers
+    b.add("atom", "isolated", dict(kind="atoms", box=15.0, positions=[(7.5, 7.5, 7.5)]),
+          static([{}]), "train")
+    for k, r in enumerate(dimers):
+        s = dict(kind="atoms", box=15.0, positions=[(7.5, 7.5, 7.5), (7.5 + r, 7.5, 7.5)])
+        b.add("atom", f"dimer_r{r}", s, static([{}]),
+              _split(k, test=(len(dimers) // 2,), val=(len(dimers) // 2 - 2,)))
 
 
 def copper():
@@ -232,6 +306,14 @@ def copper():
             s = round(0.92 + 0.02 * k, 2)
             b.add("eos", f"{tag}_iso{s}", lat(scale=s), md(30, 10, T_init=30),
                   _split(k, test=(2, 6), val=(4,)))
+
+    # Added for model v2 (issue #25): near-equilibrium static frames (static_near_equilibrium).
+    static_near_equilibrium(
+        b, [("fcc", (2, 2, 2)), ("bcc", (3, 3, 3))],
+        [("fcc", "100", O100, (2, 2, 3), {}), ("fcc", "110", O110, (2, 1, 2), {}),
+         ("fcc", "111", O111, (1, 2, 2), dict(spacing=SPACING111)),
+         ("bcc", "100", O100, (3, 3, 3), {}), ("bcc", "110", O110, (2, 2, 3), {})],
+        dimers=[1.9, 2.1, 2.3, 2.6, 3.0, 3.5, 4.0, 4.5, 5.0, 5.4], fault=(1, 2, 3))
     return b.recipes
 
 

@@ -44,11 +44,15 @@ cat "$OUT/env.txt"
 # radial/readout MLPs 64 wide; r_cut 3.5 A (C) / 5.5 A (Cu). Carbon gets 16 radial functions
 # (Tersoff's switching function lives in 1.8-2.1 A), copper the default 10.
 wide=(--channels 64 --hidden-channels 64 --ffn-channels 128 --radial-hidden 64 --readout-hidden 64)
+n_rbf_c="--n-rbf 16"
+# MODEL=v2: fairchem's eSCN-MD backbone (train/v2.py PRESETS_V2 holds its shape; no v1 options)
+MODEL=${MODEL:-v1}
+if [[ $MODEL == v2 ]]; then wide=(--model v2); n_rbf_c=""; fi
 common=(--device "$DEVICE" --dtype "$DTYPE" --store-dtype float32 --cache build-train/cache
         --threads 1 --batch 16 --eval-batch 32 --lr 2.5e-3 --lr-min 3e-5 --w-energy 200
         --print-every 5 --final-splits val test)
 declare -A ARGS=(
-  [C]="--element C --name C-diamond --n-rbf 16 --time-budget $BUDGET_C"
+  [C]="--element C --name C-diamond $n_rbf_c --time-budget $BUDGET_C"
   [Cu]="--element Cu --name Cu --time-budget $BUDGET_CU"
 )
 # Variants (after the common options, so they override them): larger batches. The hope was that
@@ -76,6 +80,15 @@ declare -A VARIANT=(
   [C-cont-e10-lr2]="C --init-from ${INIT_C:-build-train/init/C-best.pt} --lr 2e-3 --w-energy 10"
   # Carbon v8 (e10) is at 1.06 meV/atom test energy and 106.7 meV/A: weight 5 once more.
   [C-cont-e5-lr2]="C --init-from ${INIT_C:-build-train/init/C-best.pt} --lr 2e-3 --w-energy 5"
+  # Model v2 from scratch (MODEL=v2): two energy weights per element.
+  [C-e20]="C --w-energy 20"
+  [C-e100]="C --w-energy 100"
+  [Cu-e50]="Cu --w-energy 50"
+  [Cu-e200]="Cu --w-energy 200"
+  [Cu-e100]="Cu --w-energy 100"
+  # and their continuations (INIT_C / INIT_CU: the chosen run's best.pt)
+  [C-cont-v2]="C --init-from ${INIT_C:-build-train/init/C-best.pt} --lr 1.5e-3"
+  [Cu-cont-v2]="Cu --init-from ${INIT_CU:-build-train/init/Cu-best.pt} --lr 1.5e-3"
 )
 RUNS=${RUNS:-"C Cu"}
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU" || true)

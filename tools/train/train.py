@@ -43,8 +43,11 @@ from edgeframe_ref import __version__ as REF_VERSION  # noqa: E402
 from edgeframe_ref.config import ModelConfig, parameter_shapes  # noqa: E402
 from edgeframe_ref.model import EdgeFrameModel  # noqa: E402
 from edgeframe_ref.potential_io import load_model, write_potential  # noqa: E402
+from edgeframe_ref.potential_io_v2 import load_model_v2, write_potential_v2  # noqa: E402
+from edgeframe_ref.config_v2 import ModelConfigV2  # noqa: E402
 from train import __version__ as TRAIN_VERSION  # noqa: E402
 from train.dataset import build_splits  # noqa: E402
+from train.v2 import PRESETS_V2, e0_of, init_model_v2, make_config_v2  # noqa: E402
 
 # Shapes of the shipped models (potentials/README.md says why).
 PRESETS = {
@@ -218,6 +221,9 @@ def plot_parity(graphs, pred, path, title):
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--element", required=True, choices=sorted(PRESETS))
+    ap.add_argument("--model", default="v1", choices=["v1", "v2"],
+                    help="model family: v1 (edgeframe's own) or v2 (fairchem's eSCN-MD backbone, "
+                         "train/v2.py)")
     ap.add_argument("--data", default=str(ROOT / "tools" / "data"))
     ap.add_argument("--out", required=True, type=pathlib.Path)
     ap.add_argument("--cache", default=None, help="directory for packed neighbour lists")
@@ -243,6 +249,8 @@ def parse_args(argv=None):
     ap.add_argument("--clip", type=float, default=10.0, help="gradient-norm clip")
     ap.add_argument("--patience", type=int, default=60, help="epochs without val improvement")
     ap.add_argument("--max-train-frames", type=int, default=0, help="subsample (smoke tests)")
+    ap.add_argument("--max-eval-frames", type=int, default=0,
+                    help="subsample validation and test sets (smoke tests)")
     ap.add_argument("--eval-every", type=int, default=1, help="validate every k epochs")
     ap.add_argument("--print-every", type=int, default=1, help="log line every k epochs")
     ap.add_argument("--cache-only", action="store_true",
@@ -252,7 +260,7 @@ def parse_args(argv=None):
                     help="continue from a best.pt / last.pt of an earlier run, or from a potential "
                          "file (.safetensors, e.g. a shipped one): its model config (e0 and "
                          "avg_neighbors included) and weights; optimiser and schedule start afresh")
-    for k, v in PRESETS["C"].items():
+    for k, v in {**PRESETS["C"], **PRESETS_V2["C"]}.items():
         ap.add_argument("--" + k.replace("_", "-"), type=type(v), default=None)
     return ap.parse_args(argv)
 
@@ -284,7 +292,12 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.time()
 
-    hp = dict(PRESETS[args.element])
+    v2 = args.model == "v2"
+    hp = dict((PRESETS_V2 if v2 else PRESETS)[args.element])
+    other = set((PRESETS if v2 else PRESETS_V2)[args.element]) - set(hp)
+    wrong = sorted("--" + k.replace("_", "-") for k in other if getattr(args, k) is not None)
+    if wrong:
+        raise SystemExit(f"{', '.join(wrong)}: not a hyperparameter of model {args.model}")
     for k in hp:
         if getattr(args, k) is not None:
             hp[k] = getattr(args, k)
@@ -300,11 +313,16 @@ def main(argv=None):
         keep = torch.linspace(0, train.n_frames - 1, args.max_train_frames).round().long()
         sub = train.batch(keep)
         train = _subset(train, keep, sub)
+    if args.max_eval_frames:
+        val, test = (_subsample(g, args.max_eval_frames) for g in (val, test))
     e0 = fit_e0(train, species)
     avg_nb = round(train.mean_neighbors(), 3)
-    cfg = ModelConfig(species=species, avg_neighbors=avg_nb, e0=e0, **hp)
+    cfg = make_config_v2(species, e0, hp) if v2 else \
+        ModelConfig(species=species, avg_neighbors=avg_nb, e0=e0, **hp)
     init_state = None
-    if args.init_from is not None:
+    if args.init_from is not None and v2:
+        cfg, init_state, ck = _init_from_v2(args.init_from, cfg, hp)
+    elif args.init_from is not None:
         # Continue an earlier run: the same model (its e0 and avg_neighbors too, so the energy
         # surface does not jump), its weights, fresh Adam state and learning-rate schedule.
         if args.init_from.suffix == ".safetensors":
@@ -321,8 +339,11 @@ def main(argv=None):
                              f"pass the same hyperparameters")
         cfg = given
         init_state = ck["state"] if "state" in ck else ck["ema"]
-    model = init_model(cfg, args.seed).to(device=device, dtype=dtype)
+    model = (init_model_v2(cfg, species, args.seed) if v2 else init_model(cfg, args.seed)).to(
+        device=device, dtype=dtype)
     if init_state is not None:
+        if v2:      # the species -> Z table is this run's (a potential file has none)
+            init_state = {**init_state, "z_of_species": model.z_of_species}
         model.load_state_dict(init_state)
         print(f"[{args.element}] weights from {args.init_from} (epoch {ck.get('epoch', '?')})", flush=True)
     ema = copy.deepcopy(model)
@@ -333,8 +354,10 @@ def main(argv=None):
     n_params = sum(p.numel() for p in model.parameters())
     # The model's own avg_neighbors and e0 (with --init-from the earlier run's, not this data's).
     fitted = f" (this data's: avg_neighbors {avg_nb}, e0 {e0})" if init_state is not None else ""
-    print(f"[{args.element}] device {device}, {args.dtype}, {n_params} parameters, "
-          f"r_cut {cfg.r_cut} A, avg_neighbors {cfg.avg_neighbors}, e0 {cfg.e0}{fitted}", flush=True)
+    model_e0 = e0_of(cfg, species) if v2 else cfg.e0
+    model_nb = "none (v2)" if v2 else cfg.avg_neighbors
+    print(f"[{args.element}] model {args.model}, device {device}, {args.dtype}, {n_params} parameters, "
+          f"r_cut {cfg.r_cut} A, avg_neighbors {model_nb}, e0 {model_e0}{fitted}", flush=True)
     print(f"[{args.element}] frames train {train.n_frames} val {val.n_frames} "
           f"test {test.n_frames}; atoms train {int(train.n_atoms.sum())}", flush=True)
 
@@ -411,8 +434,8 @@ def main(argv=None):
             history.append(rec)
             if vm["loss"] < best:
                 best, best_epoch = vm["loss"], epoch
-                torch.save(dict(state=ema.state_dict(), cfg=cfg.to_dict(), epoch=epoch),
-                           out / "best.pt")
+                torch.save(dict(state=ema.state_dict(), cfg=cfg.to_dict(), epoch=epoch,
+                                model=args.model), out / "best.pt")
             bar.set_postfix_str(f"val E {vm['energy_rmse_meV_atom']:.2f} meV/at, "
                                 f"F {vm['force_rmse_meV_A']:.1f} meV/A")
             if epoch % args.print_every == 0 or epoch == 1 or halt:
@@ -438,7 +461,8 @@ def main(argv=None):
             stop_reason = "time budget spent"
             break
         torch.save(dict(model=model.state_dict(), ema=ema.state_dict(), opt=opt.state_dict(),
-                        epoch=epoch, step=step, history=history, cfg=cfg.to_dict()),
+                        epoch=epoch, step=step, history=history, cfg=cfg.to_dict(),
+                        model_family=args.model),
                    out / "last.pt")
         if epoch - best_epoch > args.patience:
             stop_reason = f"early stop: no val improvement in {args.patience} epochs"
@@ -455,7 +479,7 @@ def main(argv=None):
     ema.load_state_dict(best_state)
     name = args.name or args.element
     pot_path = out / f"{name}.safetensors"
-    summary = dict(element=args.element, epochs=epoch, best_epoch=best_epoch, steps=step,
+    summary = dict(element=args.element, model=args.model, epochs=epoch, best_epoch=best_epoch, steps=step,
                    train_seconds=round(train_seconds), device=str(torch.cuda.get_device_name(device)
                    if device.type == "cuda" else "cpu"), batch=args.batch, lr=args.lr,
                    lr_min=args.lr_min, weights=dict(energy=weights[0], force=weights[1],
@@ -472,9 +496,15 @@ def main(argv=None):
                       training=json.dumps(summary, sort_keys=True))
     (out / "provenance.json").write_text(json.dumps(provenance, indent=1) + "\n")
     try:
-        write_potential(pot_path, ema.to("cpu", torch.float64), dtype=args.store_dtype,
-                        trained_precision=args.dtype, provenance=provenance)
-        final = load_model(pot_path, dtype=torch.float64, device=device)
+        if v2:
+            provenance["trained_precision"] = args.dtype
+            write_potential_v2(pot_path, cfg, ema.to("cpu", torch.float64).named_tensors(),
+                               dtype=args.store_dtype, provenance=provenance)
+            final = _wrap_v2(load_model_v2(pot_path, dtype=torch.float64, device=device), species)
+        else:
+            write_potential(pot_path, ema.to("cpu", torch.float64), dtype=args.store_dtype,
+                            trained_precision=args.dtype, provenance=provenance)
+            final = load_model(pot_path, dtype=torch.float64, device=device)
     except ImportError as err:
         # no safetensors package: best.pt + provenance.json still hold everything needed
         # (tools/train/export.py writes the file later); evaluate the EMA weights directly
@@ -512,6 +542,44 @@ def _checkpoint_from_potential(path):
     training = json.loads(file_model.meta.get("provenance", {}).get("training", "{}") or "{}")
     return dict(cfg=file_model.cfg.to_dict(), state=file_model.state_dict(),
                 epoch=f"{training.get('best_epoch', '?')} of the run that wrote the file")
+
+
+def _init_from_v2(path, cfg, hp):
+    """--init-from for model v2: (cfg, state, checkpoint) of a best.pt / last.pt of a v2 run or
+    of a v2 potential file; the shape must equal this run's (hp)."""
+    if path.suffix == ".safetensors":
+        m = load_model_v2(path)
+        training = json.loads(m.meta.get("provenance", {}).get("training", "{}") or "{}")
+        given = m.cfg
+        state = {"m." + k: v for k, v in m.state_dict().items()}
+        ck = dict(epoch=f"{training.get('best_epoch', '?')} of the run that wrote the file")
+    else:
+        ck = torch.load(path, map_location="cpu")
+        if ck.get("model", ck.get("model_family")) != "v2":
+            raise SystemExit(f"--init-from {path}: not a model v2 run (pass --model v1)")
+        given = ModelConfigV2(**ck["cfg"])
+        state = ck["state"] if "state" in ck else ck["ema"]
+    differs = [k for k in hp if getattr(given, k) != getattr(cfg, k)]
+    if differs:
+        raise SystemExit(f"--init-from {path}: its model differs from this run's "
+                         f"({', '.join(differs)}); pass the same hyperparameters")
+    return given, state, ck
+
+
+def _wrap_v2(model, species):
+    """A loaded EdgeFrameModelV2 in the trainer's calling convention (train/v2.py)."""
+    from train.v2 import TrainableV2
+    w = TrainableV2(model.cfg, species).to(device=next(model.parameters()).device)
+    w.m = model
+    return w
+
+
+def _subsample(graphs, n):
+    """At most n frames of graphs, evenly spread (--max-eval-frames)."""
+    if graphs.n_frames <= n:
+        return graphs
+    keep = torch.linspace(0, graphs.n_frames - 1, n).round().long()
+    return _subset(graphs, keep, graphs.batch(keep))
 
 
 def _subset(graphs, keep, sub):

@@ -1,0 +1,71 @@
+"""tools/train/train.py --model v2: a v2 run writes a format-version-2 potential whose model is the
+run's best EMA weights (its validation errors re-evaluated from the file equal the run's), whose
+element reference is the least-squares e0, and which a continuation (--init-from best.pt or the
+file, learning rate ~0) reproduces; v1-only hyperparameters are refused. Tiny model, 4 training
+frames (about a minute on the CPU)."""
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import ROOT
+
+from edgeframe_ref.potential_io_v2 import load_model_v2
+
+TINY = ["--model", "v2", "--element", "C", "--device", "cpu", "--dtype", "float64", "--epochs", "1",
+        "--max-train-frames", "4", "--batch", "4", "--channels", "8", "--hidden-channels", "8",
+        "--edge-channels", "8", "--num-gaussians", "8", "--final-splits", "val", "--max-eval-frames", "24"]
+
+
+def train(tmp_path, name, *extra):
+    out = tmp_path / name
+    run = subprocess.run([sys.executable, "train/train.py", *TINY, "--out", str(out), "--cache", str(tmp_path / "cache"),
+                          *extra], cwd=ROOT / "tools", capture_output=True, text=True, timeout=600)
+    return run, out
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("train_v2")
+    first, out1 = train(tmp_path, "first")
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    return tmp_path, first, out1
+
+
+def test_v2_run_writes_a_v2_potential_with_the_fitted_e0(first_run):
+    _, first, out1 = first_run
+    model = load_model_v2(out1 / "C.safetensors")
+    assert model.meta["format_version"] == 2
+    assert model.cfg.channels == 8 and model.cfg.mmax == 2 and model.cfg.experts == 0
+    e0 = float(re.search(r"e0 \{'C': (\S+)\}", first.stdout).group(1))
+    assert model.cfg.tasks["default"]["element_references"][6] == pytest.approx(e0, rel=1e-15)
+    training = json.loads(model.meta["provenance"]["training"])
+    assert training["model"] == "v2"
+    # An isolated atom has no edges: its energy is the element reference plus the head's output
+    # on the embedding alone, a finite number.
+    model.set_system([6])
+    e = model(torch.tensor([6]), torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long),
+              torch.zeros(0, 3, dtype=torch.float64))
+    assert torch.isfinite(e).all()
+
+
+@pytest.mark.parametrize("source", ["best.pt", "C.safetensors"])
+def test_v2_init_from_reproduces_the_run(first_run, source):
+    tmp_path, first, out1 = first_run
+    again, out2 = train(tmp_path, "again-" + source, "--init-from", str(out1 / source), "--lr", "1e-12",
+                        "--lr-min", "1e-12", "--max-train-frames", "6")
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    assert "weights from" in again.stdout
+    v1 = json.loads((out1 / "metrics.json").read_text())["val"]
+    v2 = json.loads((out2 / "metrics.json").read_text())["val"]
+    for key in ("energy_rmse_meV_atom", "force_rmse_meV_A", "virial_rmse_meV_atom"):
+        assert abs(v2[key] - v1[key]) <= 1e-6 * abs(v1[key]), (key, v1[key], v2[key])
+
+
+def test_v2_refuses_v1_hyperparameters(tmp_path):
+    run, _ = train(tmp_path, "bad", "--ffn-channels", "16")
+    assert run.returncode != 0
+    assert "--ffn-channels: not a hyperparameter of model v2" in run.stdout + run.stderr
