@@ -58,7 +58,8 @@ def main(argv=None):
         ap.error("LAMMPS_POTENTIALS is not set: source $(scripts/bootstrap.sh --print-env)")
     if shutil.which(args.lmp) is None:
         ap.error(f"LAMMPS executable '{args.lmp}' not found (--lmp, or lmp on PATH)")
-    for what, path in (("--potential", args.potential), ("--plugin", args.plugin)):
+    needed = [("--potential", args.potential)] + ([] if args.self_check else [("--plugin", args.plugin)])
+    for what, path in needed:
         if not path.exists():
             ap.error(f"{what} {path} does not exist")
     args.out.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ import crystal
 import phonons as ph
 from fit import birch_murnaghan
 from lmp import Failed
-from plots import plt
+from plots import legend, plt
 from suite import BAR_TO_GPA, GROUND, LATTICES, MODELS, compare, deviation, per_atom, value
 
 EOS_REPS = {"diamond": 2, "fcc": 2, "bcc": 3}        # conventional cells per edge (64, 32, 54 atoms)
@@ -81,7 +81,7 @@ def eos(s):
                                                                   + (x - 1) ** 2 * (6 - 4 * x)), "-",
                         lw=0.8, color=ax.lines[-1].get_color())
         ax.set(xlabel="volume (A^3/atom)", ylabel="energy (eV/atom)", title=f"{s.element} {lattice}")
-        ax.legend()
+        legend(ax)
     fig.tight_layout()
     fig.savefig(s.out / "eos.png", dpi=120)
     plt.close(fig)
@@ -214,7 +214,7 @@ def phonons(s):
             ax.axvline(xx, color="0.8", lw=0.5)
         ax.set_xticks([xx for xx, _ in labels], [n.replace("G", "Gamma") for _, n in labels])
         ax.set(ylabel="frequency (THz)", title=f"{s.element} {lattice} phonons")
-        ax.legend()
+        legend(ax)
         fig.tight_layout()
         fig.savefig(s.out / f"phonons-{lattice}.png", dpi=120)
         plt.close(fig)

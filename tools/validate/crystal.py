@@ -152,10 +152,11 @@ def write_data(path, positions, cell, mass):
     if abs(cell[0, 1]) + abs(cell[0, 2]) + abs(cell[1, 2]) > 0:
         raise ValueError("cell must be lower triangular (LAMMPS restricted triclinic)")
     tri = abs(cell[1, 0]) + abs(cell[2, 0]) + abs(cell[2, 1]) > 0
+    c = cell.tolist()                                  # Python floats: repr is the exact value
     lines = ["edgeframe validate", "", f"{len(positions)} atoms", "1 atom types",
-             f"0 {cell[0, 0]!r} xlo xhi", f"0 {cell[1, 1]!r} ylo yhi", f"0 {cell[2, 2]!r} zlo zhi"]
+             f"0 {c[0][0]!r} xlo xhi", f"0 {c[1][1]!r} ylo yhi", f"0 {c[2][2]!r} zlo zhi"]
     if tri:
-        lines.append(f"{cell[1, 0]!r} {cell[2, 0]!r} {cell[2, 1]!r} xy xz yz")
+        lines.append(f"{c[1][0]!r} {c[2][0]!r} {c[2][1]!r} xy xz yz")
     lines += ["", "Masses", "", f"1 {mass}", "", "Atoms # atomic", ""]
     # wrap into the box (fractional coordinates mod 1) so read_data never drops an atom
     frac = np.asarray(positions, dtype=np.float64) @ np.linalg.inv(cell)

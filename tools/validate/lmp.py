@@ -124,11 +124,13 @@ class Runner:
             kk = first + k
             write_data(work / f"c{kk}.data", cfg["pos"], cfg["cell"], MASS[self.element])
             plugin = model == "model" and not self.self_check and k == 0
-            lines += ["clear", header("edgeframe" if plugin else "reference", self.plugin).strip(),
+            lines += ["clear", header("edgeframe" if plugin else "classical", self.plugin).strip(),
                       f"print 'EFBEGIN {kk}'", f"read_data c{kk}.data", self.pair(model),
                       "neighbor 1.0 bin", "thermo_modify format float %.15g"]
             lines += list(cfg.get("cmds", []))
-            lines += ["run 0", "print 'EFRES " + str(kk) + " "
+            # thermo keywords in the EFRES line need a thermo style that computes the pressure
+            lines += ["thermo_style custom step temp pe etotal press pxx pyy pzz pyz pxz pxy fmax fnorm",
+                      "thermo_modify format float %.15g", "run 0", "print 'EFRES " + str(kk) + " "
                       + " ".join(f"$({key}:%.17g)" if key != "atoms" else "$(atoms)"
                                  for key in RESULT_KEYS) + "'"]
             if cfg.get("forces"):
@@ -187,15 +189,17 @@ class Runner:
 
 
 def thermo_table(log, first_col="Step"):
-    """All thermo rows of a log chunk: (columns, [rows, cols] array)."""
+    """Thermo rows of a log chunk, of every table with the first table's columns (the runs of
+    one thermo_style): (columns, [rows, cols] array)."""
     rows, cols, on = [], None, False
     for line in log.splitlines():
         w = line.split()
         if w and w[0] == first_col:
-            cols, on = w, True
+            cols = cols or w
+            on = w == cols
             continue
         if on:
-            if not w or w[0] == "Loop":
+            if not w or w[0] == "Loop" or len(w) != len(cols):
                 on = False
                 continue
             try:

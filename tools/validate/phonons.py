@@ -119,10 +119,14 @@ def fcc_path(a, points_per_segment):
 
 
 def segment(qs, q_from, q_to, a):
-    """Indices of the path points on the straight segment q_from -> q_to (units 2 pi / a)."""
+    """Indices of the path points on the straight segment q_from -> q_to (units 2 pi / a), in
+    path order."""
     u = 2 * np.pi / a
     p0, p1 = np.asarray(q_from, float) * u, np.asarray(q_to, float) * u
     d = p1 - p0
     t = (qs - p0) @ d / (d @ d)
     off = np.linalg.norm(qs - p0 - t[:, None] * d, axis=1)
-    return np.where((off < 1e-9) & (t > -1e-9) & (t < 1 + 1e-9))[0]
+    on = np.where((off < 1e-9) & (t > -1e-9) & (t < 1 + 1e-9))[0]
+    # the first contiguous run: the path may pass through q_from again later (Gamma)
+    run = np.split(on, np.where(np.diff(on) != 1)[0] + 1)
+    return next(r for r in run if len(r) > 1)

@@ -86,7 +86,7 @@ def write(out, meta, sections):
         for r in sec["rows"]:
             cells = [r["quantity"], r["unit"], num(r["model"]), num(r["reference"]), error_text(r),
                      r["target"] or "-", verdict(r["pass"]), r.get("note", "")]
-            lines.append("| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |")
+            lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
         lines.append("")
         for p in sec.get("plots", []):
             lines += [f"![{p}]({p})", ""]

@@ -81,6 +81,7 @@ def check(quantity, unit, m, r, test, target, note=""):
                reference=r if not isinstance(r, Failed) else repr(r), error=None,
                error_unit=unit, target=target, note=note)
     row["pass"] = False if isinstance(m, Failed) else bool(test(m))
+    row["reference_pass"] = None if isinstance(r, Failed) else bool(test(r))
     if not isinstance(r, Failed):
         row["note"] = (note + "; " if note else "") + ("reference meets it" if test(r) else
                                                        "reference does not meet it")
