@@ -46,7 +46,7 @@ def main(argv=None):
     ap.add_argument("--plugin", default=str(DEFAULT_PLUGIN), type=pathlib.Path)
     ap.add_argument("--precision", default="fp64")
     ap.add_argument("--lmp", default="lmp", help="LAMMPS executable (default: lmp on PATH)")
-    ap.add_argument("--timeout", type=float, default=600.0,
+    ap.add_argument("--timeout", type=float, default=120.0,
                     help="seconds allowed per configuration (a minimisation, an MD run)")
     ap.add_argument("--keep-lammps", action="store_true", help="keep <out>/lammps (inputs, logs)")
     ap.add_argument("--self-check", action="store_true",

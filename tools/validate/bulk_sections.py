@@ -100,7 +100,7 @@ def strained(pos, cell, kind, eps):
 
 def elastic(s):
     rows, data = [], {}
-    relax = ["min_style cg", "min_modify norm max", "minimize 0 1e-8 1000 10000"]
+    relax = ["min_style cg", "min_modify norm max", "minimize 0 1e-8 200 2000"]
     for lattice in LATTICES[s.element]:
         strains = (0.005, 0.01)
         const, notes = {}, {}

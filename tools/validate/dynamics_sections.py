@@ -87,7 +87,7 @@ def minimize(s):
     pos, cell = crystal.bulk(lattice, a, 2)
     sp, sc, _ = crystal.slab(lattice, a, "100", (2, 2, s.size(3, 2)), 15.0)
     structures = {"perfect crystal": (pos, cell), "vacancy": (pos[1:], cell), "(100) slab": (sp, sc)}
-    n = s.size(2000, 500)
+    n = s.size(500, 200)
     runs = []
     for name, (p, c) in structures.items():
         # LAMMPS refuses fix box/relax with damped-dynamics minimisers (FIRE): min.cpp
@@ -176,7 +176,7 @@ def liquid(s):
         rho = p["rho"]
         box = crystal.box_for_density(p["natoms"], s.mass, rho)
     pos, cell = crystal.random_liquid(p["natoms"], box, p["min_dist"], seed=5)
-    equil, prod = s.size((4000, 4000), (1000, 1000)) if s.element == "C" else s.size((1500, 1500), (500, 500))
+    equil, prod = s.size((4000, 4000), (500, 500)) if s.element == "C" else s.size((1500, 1500), (300, 300))
     rmax = round(min(box / 2 - 0.05, 6.0), 2)
     T, dt = p["T"], p["dt"]
     cmds = [f"comm_modify cutoff {rmax + 2.0}", f"velocity all create {T} {SEED} mom yes rot yes dist gaussian",
@@ -188,7 +188,9 @@ def liquid(s):
             f"run {prod}"]
     g, temps = {}, {}
     for m in MODELS:
-        r = s.run(m, [dict(pos=pos, cell=cell, cmds=cmds)], "liquid")[0]
+        # an MD run of thousands of steps: allowed 10x the per-configuration timeout
+        r = s.run(m, [dict(pos=pos, cell=cell, cmds=cmds)], "liquid",
+                  timeout=10 * s.runner.timeout_per_config)[0]
         if isinstance(r, Failed):
             g[m] = r
             continue
