@@ -87,8 +87,8 @@ declare -A VARIANT=(
   [Cu-e200]="Cu --w-energy 200"
   [Cu-e100]="Cu --w-energy 100"
   # and their continuations (INIT_C / INIT_CU: the chosen run's best.pt)
-  [C-cont-v2]="C --init-from ${INIT_C:-build-train/init/C-best.pt} --lr 1.5e-3"
-  [Cu-cont-v2]="Cu --init-from ${INIT_CU:-build-train/init/Cu-best.pt} --lr 1.5e-3"
+  [C-cont-v2]="C --init-from ${INIT_C:-build-train/init/C-v2-best.pt} --lr 1.5e-3 --w-energy 20"
+  [Cu-cont-v2]="Cu --init-from ${INIT_CU:-build-train/init/Cu-v2-best.pt} --lr 1.5e-3 --w-energy 100"
 )
 RUNS=${RUNS:-"C Cu"}
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU" || true)
