@@ -9,7 +9,7 @@ from suite import EV_PER_A2_TO_J_PER_M2, GROUND, MODELS, compare, value
 def relax_cmds(s, extra=()):
     """CG at fixed box to max |F| 1e-5 eV/A (min_modify norm max), iteration-limited (a
     potential that cannot converge costs at most n iterations)."""
-    n = s.size(300, 150)
+    n = s.size(300, 60)
     return ["min_style cg", "min_modify norm max", *extra, f"minimize 0 1e-5 {n} {10 * n}"]
 
 

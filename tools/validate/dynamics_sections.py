@@ -87,7 +87,7 @@ def minimize(s):
     pos, cell = crystal.bulk(lattice, a, 2)
     sp, sc, _ = crystal.slab(lattice, a, "100", (2, 2, s.size(3, 2)), 15.0)
     structures = {"perfect crystal": (pos, cell), "vacancy": (pos[1:], cell), "(100) slab": (sp, sc)}
-    n = s.size(500, 200)
+    n = s.size(500, 100)
     runs = []
     for name, (p, c) in structures.items():
         # LAMMPS refuses fix box/relax with damped-dynamics minimisers (FIRE): min.cpp
