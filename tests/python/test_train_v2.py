@@ -69,3 +69,14 @@ def test_v2_refuses_v1_hyperparameters(tmp_path):
     run, _ = train(tmp_path, "bad", "--ffn-channels", "16")
     assert run.returncode != 0
     assert "--ffn-channels: not a hyperparameter of model v2" in run.stdout + run.stderr
+
+
+def test_v1_refuses_a_v2_checkpoint(first_run, tmp_path):
+    _, _, out1 = first_run
+    tiny_v1 = [a for a in TINY if a not in ("--model", "v2")]
+    run = subprocess.run([sys.executable, "train/train.py", *tiny_v1[:tiny_v1.index("--edge-channels")],
+                          "--final-splits", "val", "--out", str(tmp_path / "v1"), "--cache", str(tmp_path / "cache"),
+                          "--init-from", str(out1 / "best.pt")], cwd=ROOT / "tools", capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode != 0
+    assert "a model v2 run (pass --model v2)" in run.stdout + run.stderr

@@ -331,6 +331,8 @@ def main(argv=None):
             ck = _checkpoint_from_potential(args.init_from)
         else:
             ck = torch.load(args.init_from, map_location="cpu")
+            if "v2" in (ck.get("model"), ck.get("model_family")):
+                raise SystemExit(f"--init-from {args.init_from}: a model v2 run (pass --model v2)")
         given = ModelConfig(**ck["cfg"])
         differs = [k for k in hp if getattr(given, k) != getattr(cfg, k)]
         if given.species != species or differs:
