@@ -1,6 +1,7 @@
 """pytest setup: make tools/edgeframe_ref importable and share small model factories."""
 
 import pathlib
+import subprocess
 import sys
 
 import pytest
@@ -41,3 +42,12 @@ torch.set_num_threads(1)
 def _deterministic():
     torch.manual_seed(1234)
     yield
+
+
+def run_train(tmp_path, name, args, *extra):
+    """Run tools/train/train.py with args + extra into tmp_path/name (neighbour lists cached in
+    tmp_path/cache). Returns (CompletedProcess, output directory)."""
+    out = tmp_path / name
+    run = subprocess.run([sys.executable, "train/train.py", *args, "--out", str(out), "--cache", str(tmp_path / "cache"),
+                          *extra], cwd=ROOT / "tools", capture_output=True, text=True, timeout=600)
+    return run, out

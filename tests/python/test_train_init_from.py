@@ -6,21 +6,16 @@ model and 4 training frames (about a minute on the CPU)."""
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
-from conftest import ROOT
+from conftest import run_train
 
 TINY = ["--element", "C", "--device", "cpu", "--dtype", "float64", "--epochs", "1", "--max-train-frames", "4",
         "--batch", "4", "--channels", "8", "--hidden-channels", "8", "--ffn-channels", "16", "--final-splits", "val"]
 
 
 def train(tmp_path, name, *extra):
-    out = tmp_path / name
-    run = subprocess.run([sys.executable, "train/train.py", *TINY, "--out", str(out), "--cache", str(tmp_path / "cache"),
-                          *extra], cwd=ROOT / "tools", capture_output=True, text=True, timeout=600)
-    return run, out
+    return run_train(tmp_path, name, TINY, *extra)
 
 
 @pytest.fixture(scope="module")

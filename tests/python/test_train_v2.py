@@ -6,12 +6,11 @@ frames (about a minute on the CPU)."""
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
-from conftest import ROOT
+from conftest import run_train
+from test_train_init_from import TINY as TINY_V1
 
 from edgeframe_ref.potential_io_v2 import load_model_v2
 
@@ -21,10 +20,7 @@ TINY = ["--model", "v2", "--element", "C", "--device", "cpu", "--dtype", "float6
 
 
 def train(tmp_path, name, *extra):
-    out = tmp_path / name
-    run = subprocess.run([sys.executable, "train/train.py", *TINY, "--out", str(out), "--cache", str(tmp_path / "cache"),
-                          *extra], cwd=ROOT / "tools", capture_output=True, text=True, timeout=600)
-    return run, out
+    return run_train(tmp_path, name, TINY, *extra)
 
 
 @pytest.fixture(scope="module")
@@ -73,10 +69,6 @@ def test_v2_refuses_v1_hyperparameters(tmp_path):
 
 def test_v1_refuses_a_v2_checkpoint(first_run, tmp_path):
     _, _, out1 = first_run
-    tiny_v1 = [a for a in TINY if a not in ("--model", "v2")]
-    run = subprocess.run([sys.executable, "train/train.py", *tiny_v1[:tiny_v1.index("--edge-channels")],
-                          "--final-splits", "val", "--out", str(tmp_path / "v1"), "--cache", str(tmp_path / "cache"),
-                          "--init-from", str(out1 / "best.pt")], cwd=ROOT / "tools", capture_output=True, text=True,
-                         timeout=600)
+    run, _ = run_train(tmp_path, "v1", TINY_V1, "--init-from", str(out1 / "best.pt"))
     assert run.returncode != 0
     assert "a model v2 run (pass --model v2)" in run.stdout + run.stderr

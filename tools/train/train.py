@@ -571,9 +571,7 @@ def _init_from_v2(path, cfg, hp):
 def _wrap_v2(model, species):
     """A loaded EdgeFrameModelV2 in the trainer's calling convention (train/v2.py)."""
     from train.v2 import TrainableV2
-    w = TrainableV2(model.cfg, species).to(device=next(model.parameters()).device)
-    w.m = model
-    return w
+    return TrainableV2(model.cfg, species, model).to(device=next(model.parameters()).device)
 
 
 def _subsample(graphs, n):

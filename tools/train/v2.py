@@ -56,10 +56,11 @@ class TrainableV2(torch.nn.Module):
     edge_vec) -> per-atom energies. The system embedding is recomputed from the current
     weights at every call (set_system), so gradients reach the charge, spin and mix weights."""
 
-    def __init__(self, cfg, species):
+    def __init__(self, cfg, species, model=None):
+        """model: an EdgeFrameModelV2 to wrap (e.g. one read from a file); default a new one."""
         super().__init__()
         self.cfg = cfg
-        self.m = EdgeFrameModelV2(cfg)
+        self.m = EdgeFrameModelV2(cfg) if model is None else model
         self.register_buffer("z_of_species",
                              torch.tensor([ELEMENTS.index(s) + 1 for s in species], dtype=torch.int64))
 
