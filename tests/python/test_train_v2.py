@@ -72,3 +72,32 @@ def test_v1_refuses_a_v2_checkpoint(first_run, tmp_path):
     run, _ = run_train(tmp_path, "v1", TINY_V1, "--init-from", str(out1 / "best.pt"))
     assert run.returncode != 0
     assert "a model v2 run (pass --model v2)" in run.stdout + run.stderr
+
+
+def test_oversampled_frames_repeat_the_named_families():
+    from train.train import oversampled_frames, parse_oversample
+    families = ["liquid", "lattice", "liquid", "atom", "lattice"]
+    factors = parse_oversample(["lattice=3", "atom=2"], families)
+    assert factors == {"lattice": 3, "atom": 2}
+    assert oversampled_frames(families, factors).tolist() == [0, 1, 1, 1, 2, 3, 3, 4, 4, 4]
+    assert oversampled_frames(families, {}).tolist() == [0, 1, 2, 3, 4]
+    for bad in (["lattice"], ["lattice=0"], ["lattice=1.5"]):
+        with pytest.raises(SystemExit, match="expected FAMILY=K"):
+            parse_oversample(bad, families)
+
+
+def test_oversample_names_a_missing_family_then_weights_a_present_one(first_run):
+    tmp_path, _, _ = first_run
+    bad, _ = train(tmp_path, "oversample-bad", "--oversample", "nosuchfamily=3")
+    assert bad.returncode != 0
+    message = re.search(r"--oversample nosuchfamily=3: the training split has no family "
+                        r"'nosuchfamily' \(it has ([^)]+)\)", bad.stdout + bad.stderr)
+    assert message, (bad.stdout + bad.stderr)[-2000:]
+    family = message.group(1).split(", ")[0]
+    run, out = train(tmp_path, "oversample", "--oversample", f"{family}=3")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    # 4 training frames, each of `family` drawn twice more
+    n = int(re.search(rf"oversampling {family}=3: (\d+) frames per epoch", run.stdout).group(1))
+    assert n > 4 and (n - 4) % 2 == 0
+    training = json.loads(load_model_v2(out / "C.safetensors").meta["provenance"]["training"])
+    assert training["oversample"] == [f"{family}=3"]

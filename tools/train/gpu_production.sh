@@ -89,6 +89,12 @@ declare -A VARIANT=(
   # and their continuations (INIT_C / INIT_CU: the chosen run's best.pt)
   [C-cont-v2]="C --init-from ${INIT_C:-build-train/init/C-v2-best.pt} --lr 1.5e-3 --w-energy 20"
   [Cu-cont-v2]="Cu --init-from ${INIT_CU:-build-train/init/Cu-v2-best.pt} --lr 1.5e-3 --w-energy 100"
+  # Continuations of the shipped v2 files with more weight on what validation measures near
+  # equilibrium: the static families drawn several times per epoch (train.py --oversample) and
+  # the virial weighted like the energy (at weight 1 its loss was ~1e-3 of the force loss, and
+  # elastic constants are stress-strain slopes).
+  [C-eq-v2]="C --init-from ${INIT_C:-potentials/C-diamond-v2.safetensors} --lr 1e-3 --w-energy 50 --w-virial 50 --oversample lattice=6 relaxed=6 eos=3 strain=2 atom=10"
+  [Cu-eq-v2]="Cu --init-from ${INIT_CU:-potentials/Cu-v2.safetensors} --lr 1e-3 --w-energy 100 --w-virial 50 --oversample lattice=3 relaxed=3 eos=2 strain=2 atom=10"
 )
 RUNS=${RUNS:-"C Cu"}
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU" || true)

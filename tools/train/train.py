@@ -242,6 +242,10 @@ def parse_args(argv=None):
     ap.add_argument("--w-energy", type=float, default=100.0)
     ap.add_argument("--w-force", type=float, default=1.0)
     ap.add_argument("--w-virial", type=float, default=1.0)
+    ap.add_argument("--oversample", nargs="+", default=[], metavar="FAMILY=K",
+                    help="each epoch draws the training frames of FAMILY K times (an integer "
+                         ">= 1): more weight on a small family, e.g. the near-equilibrium ones "
+                         "(doc/data.md) that elastic constants and phonons are made of")
     ap.add_argument("--warmup-steps", type=int, default=0, help="0: the first epoch")
     ap.add_argument("--final-splits", nargs="+", default=["train", "val", "test"],
                     choices=["train", "val", "test"], help="splits evaluated at the end")
@@ -269,6 +273,28 @@ def pick_device(name):
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)
+
+
+def parse_oversample(items, families):
+    """--oversample FAMILY=K ... -> {family: K}; a family the training split lacks or a K that
+    is not an integer >= 1 stops the run with a message naming it."""
+    out = {}
+    for item in items:
+        name, sep, k = item.partition("=")
+        if not sep or not k.isdigit() or int(k) < 1:
+            raise SystemExit(f"--oversample {item}: expected FAMILY=K with K an integer >= 1")
+        if name not in families:
+            raise SystemExit(f"--oversample {item}: the training split has no family {name!r} "
+                             f"(it has {', '.join(dict.fromkeys(families))})")
+        out[name] = int(k)
+    return out
+
+
+def oversampled_frames(families, factors):
+    """The frame indices one epoch draws from: every frame once, a frame of a family in
+    factors that many times."""
+    reps = torch.tensor([factors.get(f, 1) for f in families], dtype=torch.int64)
+    return torch.repeat_interleave(torch.arange(len(families)), reps)
 
 
 def fit_e0(train, species):
@@ -366,7 +392,11 @@ def main(argv=None):
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     weights = (args.w_energy, args.w_force, args.w_virial)
     gen = torch.Generator().manual_seed(args.seed + 1)
-    steps_per_epoch = math.ceil(train.n_frames / args.batch)
+    epoch_frames = oversampled_frames(train.family, parse_oversample(args.oversample, train.family))
+    if len(epoch_frames) > train.n_frames:
+        print(f"[{args.element}] oversampling {' '.join(args.oversample)}: "
+              f"{len(epoch_frames)} frames per epoch", flush=True)
+    steps_per_epoch = math.ceil(len(epoch_frames) / args.batch)
     planned = args.epochs
     history, best, best_epoch = [], float("inf"), 0
     step = 0
@@ -404,7 +434,7 @@ def main(argv=None):
     while epoch < planned:
         epoch_start = time.time()
         model.train()
-        perm = torch.randperm(train.n_frames, generator=gen)
+        perm = epoch_frames[torch.randperm(len(epoch_frames), generator=gen)]
         running = 0.0
         for k in range(steps_per_epoch):
             for grp in opt.param_groups:
@@ -487,6 +517,7 @@ def main(argv=None):
                    lr_min=args.lr_min, weights=dict(energy=weights[0], force=weights[1],
                                                     virial=weights[2]), ema=args.ema,
                    seed=args.seed, torch=torch.__version__, stop=stop_reason,
+                   oversample=args.oversample or None,
                    init_from=str(args.init_from) if args.init_from else None)
     data_desc = (f"tools/data/{args.element}.npz (sha256 of arrays "
                  f"{data_meta['sha256_arrays'][:16]}...), {data_meta['potential']['style']} "
