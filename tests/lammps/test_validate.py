@@ -221,11 +221,11 @@ def test_self_check_gives_zero_error_and_passes_everywhere(lmp_env, request, tmp
                 assert row["pass"] is row.get("reference_pass", True), row
         for plot in sec["plots"]:
             assert (out / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+            assert f"]({plot})" in report
+    assert judged >= 30
     # the NVE time step is one at which the reference conserves energy within the target
     # (dynamics_sections.NVE_TIMESTEP), so the row judges the model, not the integrator
     assert res["sections"]["nve"]["rows"][0]["pass"] is True
-            assert f"]({plot})" in report
-    assert judged >= 30
     # every EOS fit found Mishin's lattice constants (doc/data.md: fcc 3.615, bcc 2.868 A)
     assert res["sections"]["eos"]["rows"][0]["reference"] == pytest.approx(3.615, abs=0.002)
 
