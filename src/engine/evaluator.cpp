@@ -19,9 +19,9 @@
 
 #include "band_layout.hpp"
 #include "bridge.hpp"
+#include "edge_chunks.hpp"
 #include "errors.hpp"
 #include "forces.hpp"
-#include "graph_chunk.hpp"
 #include "model_v2.hpp"
 #include "ops.hpp"
 #include "runtime.hpp"
@@ -67,13 +67,6 @@ void refresh_graph_shifts(AtomGraph& graph, const kk::PairList<Exec>& pairs) {
 namespace {
 
 #ifdef KOKKOS_ENABLE_CUDA
-constexpr bool kCudaGraphs = true;  // EvaluatorOptions::cuda_graph takes effect (step_graph.hpp)
-#else
-constexpr bool kCudaGraphs = false;
-#endif
-
-
-#ifdef KOKKOS_ENABLE_CUDA
 // One counter of torch's caching allocator on the current device, over all its pools (current,
 // peak, ...): what the memory budget and the reported peak read.
 using TorchStats = c10::CachingDeviceAllocator::DeviceStats;
@@ -112,17 +105,7 @@ struct Evaluator::Impl {
   ActivationPlan plan;
   std::int64_t plan_edges = -1, plan_nodes = -1;
   long layers_recomputed = 0;  // edge parts run again in backward passes, over all compute() calls
-  // Edge chunks of the last graph seen (recompute with edge_chunk > 0), rebuilt only when the
-  // graph changes. The key holds that graph's recv_offsets view: while held, its allocation
-  // cannot be reused by a newer graph, so an equal pointer means the same graph (graphs are
-  // built once per neighbour-list rebuild, with fresh views, and never edited in place).
-  struct ChunkCache {
-    kk::View1<int, Exec> key;
-    int n_edges = -1, edge_chunk = -1;
-    std::vector<std::pair<int, int>> edges;  // [e0, e1) per chunk
-    std::vector<kk::Graph<Exec>> graphs;
-    long builds = 0;
-  } chunk_cache;
+  impl::EdgeChunks chunks;  // of the last graph seen (recompute with edge_chunk > 0)
   // The first layer rotates degree 0 only, the last aggregates degree 0 only, and both gate the
   // m = 0 rows only (make_so2_plans); EvaluatorOptions::trim_first_and_last_layers.
   bool trim_degrees;
@@ -432,25 +415,9 @@ struct Evaluator::Impl {
     return last ? feed_forward_l0(lw, h1) : h1 + feed_forward(lw, h1);
   }
 
-  // What a step leaves on the device before its sums reach the host: the part of a step that a
-  // CUDA graph can hold (no host synchronisation in it).
-  struct DeviceStep {
-    Result res;                    // views only; energy and virial are filled by finish()
-    kk::View1<double, Exec> sums;  // [10]: virial (9), energy
-    bool grad = false;
-    int n_local = 0;
-  };
-  DeviceStep device_step(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what,
-                         impl::StepContext& step);
-  static Result finish(const DeviceStep& d);
-  Result graphed_step(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what);
-#ifdef KOKKOS_ENABLE_CUDA
-  std::unique_ptr<impl::StepGraph<DeviceStep>> step_graph;  // EvaluatorOptions::cuda_graph
-  // The graphed step's graph and positions: held so that their memory cannot be reused by
-  // newer ones while the captured graph's key names their addresses.
-  AtomGraph graph_held;
-  kk::Vec3View<const double, Exec> positions_held;
-#endif
+  impl::DeviceStep device_step(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what,
+                               impl::StepContext& step);
+  impl::GraphedSteps graphed;  // EvaluatorOptions::cuda_graph
 
   Tensor readout(const Tensor& h, const Tensor& species) const {
     Tensor f = rms_norm_eq(h, readout_scale.view({1, -1}), 0).select(1, 0);
@@ -498,18 +465,9 @@ const ActivationPlan& Evaluator::activation_plan() const {
   return m_v2 ? kNone : m_impl->plan;
 }
 bool Evaluator::trims_first_and_last_layers() const { return m_v2 ? false : m_impl->trim_degrees; }
-long Evaluator::edge_chunk_builds() const { return m_v2 ? 0 : m_impl->chunk_cache.builds; }
-#ifdef KOKKOS_ENABLE_CUDA
-long Evaluator::cuda_graph_captures() const {
-  return m_impl && m_impl->step_graph ? m_impl->step_graph->captures() : 0;
-}
-long Evaluator::cuda_graph_replays() const {
-  return m_impl && m_impl->step_graph ? m_impl->step_graph->replays() : 0;
-}
-#else
-long Evaluator::cuda_graph_captures() const { return 0; }
-long Evaluator::cuda_graph_replays() const { return 0; }
-#endif
+long Evaluator::edge_chunk_builds() const { return m_v2 ? m_v2->edge_chunk_builds() : m_impl->chunks.builds(); }
+long Evaluator::cuda_graph_captures() const { return m_v2 ? m_v2->cuda_graph_captures() : m_impl->graphed.captures(); }
+long Evaluator::cuda_graph_replays() const { return m_v2 ? m_v2->cuda_graph_replays() : m_impl->graphed.replays(); }
 
 namespace {
 
@@ -561,17 +519,16 @@ Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exe
     // The graphed step has no timers (they fence), no exchange (it calls MPI from the host
     // between layers), no recomputation (its chunks are built on the host) and no roll (tests).
     const bool graphed =
-        m_impl->cuda_graph && kCudaGraphs && !what.times && !what.exchange && !recomputes && what.roll.extent(0) == 0;
-    res = graphed ? m_impl->graphed_step(graph, positions, what)
-                  : Impl::finish(m_impl->device_step(graph, positions, what, step));
+        m_impl->cuda_graph && !what.times && !what.exchange && !recomputes && what.roll.extent(0) == 0;
+    auto device_step = [&] { return m_impl->device_step(graph, positions, what, step); };
+    res = graphed ? m_impl->graphed.run(graph, positions, what, device_step) : impl::finish(device_step());
   }
   if (what.times) ++what.times->calls;
   return res;
 }
 
-Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
-                                                         kk::Vec3View<const double, Exec> positions, const What& what,
-                                                         impl::StepContext& step) {
+impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions,
+                                              const What& what, impl::StepContext& step) {
   Impl& m = *this;
   const ModelConfig& cfg = m.cfg;
   const auto& g = graph.edges;
@@ -640,19 +597,9 @@ Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
   std::vector<std::pair<int, int>> chunk_edges;  // [e0, e1) per chunk
   if (recompute) {
     if (edge_chunk > 0 && edge_chunk < E) {
-      auto& cache = m.chunk_cache;
-      if (cache.key.data() != g.recv_offsets.data() || cache.n_edges != E || cache.edge_chunk != edge_chunk) {
-        const auto ro_view = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g.recv_offsets);
-        const std::vector<int> ro(ro_view.data(), ro_view.data() + N + 1);
-        const std::vector<int> bounds = kk::chunk_receivers(ro, edge_chunk);
-        cache = ChunkCache{g.recv_offsets, E, edge_chunk, {}, {}, cache.builds + 1};
-        for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
-          cache.edges.emplace_back(ro[bounds[k]], ro[bounds[k + 1]]);
-          cache.graphs.push_back(kk::graph_chunk(exec, g, cache.edges.back().first, cache.edges.back().second));
-        }
-      }
-      chunk_edges = cache.edges;
-      for (const auto& cg : cache.graphs) {
+      m.chunks.update(exec, g, edge_chunk);
+      chunk_edges = m.chunks.edges();
+      for (const auto& cg : m.chunks.graphs()) {
         chunk_steps.push_back(step);
         chunk_steps.back().graph = cg;
       }
@@ -709,10 +656,8 @@ Evaluator::Impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph,
   // species, the same on every rank).
   impl::pad_reverse_exchanges(step, cfg.layers - 1, N, cfg.num_coeffs() * cfg.channels);
   impl::finish_forces_and_sums(step, out, vec, grad_vec, energies, graph.n_local, grad, what.atom_virial);
-  return DeviceStep{out.res, out.sums, grad, graph.n_local};
+  return impl::DeviceStep{out.res, out.sums, grad, graph.n_local};
 }
-
-Result Evaluator::Impl::finish(const DeviceStep& d) { return impl::finish_step(d.res, d.sums, d.n_local, d.grad); }
 
 Result impl::finish_step(const Result& step_result, const kk::View1<double, Exec>& sums, int n_local, bool grad) {
   Result res = step_result;
@@ -723,38 +668,6 @@ Result impl::finish_step(const Result& step_result, const kk::View1<double, Exec
   for (int q = 0; q < 9; ++q) finite = finite && std::isfinite(res.virial[q]);  // NaN/Inf in any dE/dr_e lands here
   if (!finite) throw_non_finite(res, n_local, grad);
   return res;
-}
-
-Result Evaluator::Impl::graphed_step(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions,
-                                     const What& what) {
-#ifdef KOKKOS_ENABLE_CUDA
-  if (!step_graph) step_graph = std::make_unique<impl::StepGraph<DeviceStep>>();
-  const auto& g = graph.edges;
-  auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
-  const impl::StepGraph<DeviceStep>::Key key = {address(g.recv.data()),
-                                                address(g.send.data()),
-                                                address(g.shift.data()),
-                                                address(g.recv_offsets.data()),
-                                                address(g.send_offsets.data()),
-                                                address(g.send_edges.data()),
-                                                address(graph.species.data()),
-                                                address(positions.data()),
-                                                std::uintptr_t(g.n_nodes),
-                                                std::uintptr_t(g.n_edges),
-                                                std::uintptr_t(graph.n_local),
-                                                std::uintptr_t(what.forces) | std::uintptr_t(what.energies) << 1 |
-                                                    std::uintptr_t(what.virial) << 2 |
-                                                    std::uintptr_t(what.atom_virial) << 3};
-  graph_held = graph;
-  positions_held = positions;
-  return finish(step_graph->run(key, [&] {
-    impl::StepContext step;  // only host code reads it, and only while the step runs
-    return device_step(graph, positions, what, step);
-  }));
-#else
-  impl::StepContext step;
-  return finish(device_step(graph, positions, what, step));
-#endif
 }
 
 }  // namespace edgeframe

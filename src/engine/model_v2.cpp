@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <sstream>
 
 #include "band_layout.hpp"
@@ -63,11 +64,16 @@ ModelV2::ModelV2(const Potential& pot, const EvaluatorOptions& opt)
       m_precision(opt.precision),
       m_dtype(opt.precision == Precision::fp64 ? torch::kFloat64 : torch::kFloat32),
       m_workspace(opt.poison_scratch),
-      m_recompute(opt.activations == EvaluatorOptions::Activations::recompute) {
-  if (opt.edge_chunk > 0 || opt.memory_budget > 0.0)
+      m_recompute(opt.activations == EvaluatorOptions::Activations::recompute),
+      m_cuda_graph(opt.cuda_graph),
+      m_edge_chunk(opt.edge_chunk) {
+  if (opt.memory_budget > 0.0)
     throw InputError("potential " + pot.path +
-                     ": model v2 recomputes whole layers only (activations recompute); edge chunks and a memory "
-                     "budget are not available for it yet");
+                     ": a memory budget is not available for model v2 yet (set activations recompute, with "
+                     "edge_chunk for large systems)");
+  if (opt.edge_chunk < 0) throw InputError("Evaluator: edge_chunk must be >= 0");
+  if (opt.edge_chunk > 0 && !m_recompute)
+    throw InputError("Evaluator: edge_chunk needs activations recompute (kept activations are never recomputed)");
   if (m_cfg.lmax > kk::kMaxL) throw InputError("potential " + pot.path + ": lmax exceeds the compiled maximum");
   if (m_precision == Precision::tf32 && !tf32_available())
     throw InputError("precision tf32 needs the CUDA engine; this build (" + build_info().execution_space +
@@ -126,6 +132,7 @@ Tensor ModelV2::charge_spin_embedding(const char* which, int value) const {
 
 std::string ModelV2::set_system(const SystemInputs& in) {
   const ModelConfigV2& cfg = m_cfg;
+  m_graphed.reset();  // before the weights its captured step reads are replaced
   const std::string task_name = in.task.empty() ? cfg.default_task : in.task;
   const TaskV2* task = cfg.task(task_name);
   if (!task) throw InputError("task '" + task_name + "' is not one of this model's tasks: " + cfg.task_names());
@@ -299,9 +306,24 @@ Tensor ModelV2::balance(const Tensor& h, int n_owned, GlobalReduce* reduce) cons
   return out;
 }
 
+int ModelV2::balanced_ranges() const {
+  return (m_cfg.charge_balanced[1] > m_cfg.charge_balanced[0]) + (m_cfg.spin_balanced[1] > m_cfg.spin_balanced[0]);
+}
+
 Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what) {
   if (!m_system_set)
     throw InputError("model v2: the system inputs (task, charge, spin, composition) are not set (set_system)");
+  // A graphed step has no timers (they fence), no exchange and no global reduction (both call
+  // MPI from the host between layers), no recomputation (its backward runs host code between
+  // layers) and no roll (tests).
+  const bool reduces = what.reduce && balanced_ranges() > 0;
+  const bool graphed = m_cuda_graph && !what.times && !what.exchange && !reduces && !m_recompute && what.roll.extent(0) == 0;
+  auto step = [&] { return device_step(graph, positions, what); };
+  return graphed ? m_graphed.run(graph, positions, what, step) : finish(step());
+}
+
+DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions,
+                                const What& what) {
   const ModelConfigV2& cfg = m_cfg;
   const auto& g = graph.edges;
   const int N = g.n_nodes, E = g.n_edges, L = cfg.lmax, M = cfg.mmax, C = cfg.channels, H = cfg.hidden_channels;
@@ -364,31 +386,66 @@ Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec>
     h = h + unrotate_aggregate(rad, m0_band(band, L, M), env, step, BandPart{L, 0});
   }
   const int rows = kk::band_rows(L, M);
-  // Reserved: recomputed_layer keeps each one's address until the backward pass.
-  std::vector<LayerFn> edge_parts;
-  edge_parts.reserve(cfg.layers);
+  // A layer's edge part, n -> aggregated messages, over the edges of step context s (the whole
+  // graph or one edge chunk of it) with those edges' table rows.
+  auto edge_part = [&](int t, StepContext& context, const Tensor& zs, const Tensor& zr) -> LayerFn {
+    StepContext* sp = &context;  // by pointer: the function outlives this call (recomputed_layer)
+    return [&, t, sp, zs, zr](const Tensor& nn, const Tensor& bb, const Tensor& gg, const Tensor& ee) {
+      StepContext& s = *sp;
+      const Layer& lt = m_layers[t];
+      const auto Ec = bb.size(0);
+      const Tensor a = radial_hidden(lt.radial, gg, zs, zr);
+      Tensor u = edge_frame_pack(nn, bb, a, lt.radial.w2, lt.radial.b2, s);
+      Tensor zz = so2_linear(u.reshape({Ec, lt.so2_1.x_width}), lt.so2_1);
+      u.reset();
+      Tensor x = so2_gate(zz, L, M, H);
+      zz.reset();
+      const Tensor w = so2_linear(x.reshape({Ec, lt.so2_2.x_width}), lt.so2_2).reshape({Ec, rows, C});
+      x.reset();
+      return unrotate_aggregate(w, bb, ee, s);
+    };
+  };
+  // activations recompute: every layer's edge part keeps only its inputs and runs again in the
+  // backward pass (recomputed_layer), in chunks of at most m_edge_chunk edges (receiver ranges,
+  // each with a graph and step context of its own; 0: one chunk). Deques: recomputed_layer keeps
+  // each function's and context's address until the backward pass.
+  std::deque<StepContext> chunk_steps;
+  std::vector<std::pair<int, int>> chunk_edges;
+  if (m_recompute) {
+    if (m_edge_chunk > 0 && m_edge_chunk < E) {
+      m_chunks.update(exec, g, m_edge_chunk);
+      chunk_edges = m_chunks.edges();
+      for (const auto& cg : m_chunks.graphs()) {
+        chunk_steps.push_back(step);
+        chunk_steps.back().graph = cg;
+      }
+    } else {
+      chunk_edges.emplace_back(0, E);
+      chunk_steps.push_back(step);
+    }
+  }
+  std::deque<LayerFn> edge_parts;
   for (int t = 0; t < cfg.layers; ++t) {
     const Layer& lw = m_layers[t];
     // Exchange mode: ghost rows come from their owners before every layer (layer 0 too: the
     // edge-degree embedding of a ghost sums over edges this rank does not hold).
     if (step.exchange) h = node_exchange(h, step);
     const Tensor n = rms_norm_sh(h, lw.norm1_w, lw.norm1_b);
-    // The layer's edge part, n -> aggregated messages; with activations recompute it keeps only
-    // its inputs and runs again in the backward pass (recomputed_layer).
-    edge_parts.push_back([&, t](const Tensor& nn, const Tensor& bb, const Tensor& gg, const Tensor& ee) {
-      const Layer& lt = m_layers[t];
-      const Tensor a = radial_hidden(lt.radial, gg, z_send, z_recv);
-      Tensor u = edge_frame_pack(nn, bb, a, lt.radial.w2, lt.radial.b2, step);
-      Tensor zz = so2_linear(u.reshape({E, lt.so2_1.x_width}), lt.so2_1);
-      u.reset();
-      Tensor x = so2_gate(zz, L, M, H);
-      zz.reset();
-      const Tensor w = so2_linear(x.reshape({E, lt.so2_2.x_width}), lt.so2_2).reshape({E, rows, C});
-      x.reset();
-      return unrotate_aggregate(w, bb, ee, step);
-    });
-    h = h + (m_recompute ? recomputed_layer(edge_parts.back(), n, band, gauss, env, m_layers_recomputed)
-                         : edge_parts.back()(n, band, gauss, env));
+    Tensor messages;
+    if (!m_recompute) {
+      messages = edge_part(t, step, z_send, z_recv)(n, band, gauss, env);
+    } else {
+      for (std::size_t k = 0; k < chunk_steps.size(); ++k) {
+        const auto [e0, e1] = chunk_edges[k];
+        edge_parts.push_back(
+            edge_part(t, chunk_steps[k], z_send.narrow(0, e0, e1 - e0), z_recv.narrow(0, e0, e1 - e0)));
+        const Tensor part = recomputed_layer(edge_parts.back(), n, band.narrow(0, e0, e1 - e0),
+                                             gauss.narrow(0, e0, e1 - e0), env.narrow(0, e0, e1 - e0),
+                                             m_layers_recomputed);
+        messages = messages.defined() ? messages + part : part;
+      }
+    }
+    h = h + messages;
     h = h + feed_forward(lw, rms_norm_sh(h, lw.norm2_w, lw.norm2_b));
     h = balance(h, graph.n_local, what.reduce);
   }
@@ -409,7 +466,7 @@ Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec>
   // edge-degree embedding, is exchanged too) and backward reductions, also one whose backward
   // pass reached none of them (no edges): the missing ones carry zeros.
   pad_reverse_exchanges(step, cfg.layers, N, D * C);
-  const int balanced = (cfg.charge_balanced[1] > cfg.charge_balanced[0]) + (cfg.spin_balanced[1] > cfg.spin_balanced[0]);
+  const int balanced = balanced_ranges();
   if (what.reduce && grad)
     for (int k = reduce_calls.backward; k < balanced * cfg.layers; ++k) {
       std::vector<double> zeros(C, 0.0);
@@ -418,7 +475,7 @@ Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec>
   t_reduce_calls = nullptr;
 
   finish_forces_and_sums(step, out, vec, grad_vec, energies, graph.n_local, grad, what.atom_virial);
-  return finish_step(out.res, out.sums, graph.n_local, grad);
+  return DeviceStep{out.res, out.sums, grad, graph.n_local};
 }
 
 }  // namespace edgeframe::impl

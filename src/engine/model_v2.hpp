@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "evaluator.hpp"
+#include "edge_chunks.hpp"
 #include "ops.hpp"
+#include "step_graph.hpp"
 #include "workspace.hpp"
 
 namespace edgeframe::impl {
@@ -29,6 +31,9 @@ class ModelV2 {
   Precision precision() const { return m_precision; }
   const Workspace& workspace() const { return m_workspace; }
   long layers_recomputed() const { return m_layers_recomputed; }  // edge parts run again (activations recompute)
+  long edge_chunk_builds() const { return m_chunks.builds(); }
+  long cuda_graph_captures() const { return m_graphed.captures(); }
+  long cuda_graph_replays() const { return m_graphed.replays(); }
 
  private:
   struct Radial {  // Linear, LayerNorm, SiLU, Linear, LayerNorm, SiLU, (Linear: w2, b2)
@@ -51,6 +56,8 @@ class ModelV2 {
   torch::Tensor feed_forward(const Layer& lw, const torch::Tensor& n) const;
   torch::Tensor balance(const torch::Tensor& h, int n_owned, GlobalReduce* reduce) const;
   torch::Tensor charge_spin_embedding(const char* which, int value) const;
+  int balanced_ranges() const;  // charge and spin ranges of balance(): 0, 1 or 2
+  DeviceStep device_step(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what);
 
   ModelConfigV2 m_cfg;
   ModelConfig m_shared;
@@ -58,6 +65,10 @@ class ModelV2 {
   torch::Dtype m_dtype;
   Workspace m_workspace;
   bool m_recompute = false;      // activations recompute: every layer's edge part runs again backward
+  bool m_cuda_graph = false;     // EvaluatorOptions::cuda_graph
+  int m_edge_chunk = 0;          // EvaluatorOptions::edge_chunk (activations recompute)
+  EdgeChunks m_chunks;           // of the last graph seen (edge_chunk > 0)
+  GraphedSteps m_graphed;        // reset by set_system: a captured step reads the merged weights
   long m_layers_recomputed = 0;  // recomputed_layer's count, over all steps
   std::map<std::string, torch::Tensor> m_tensors;  // every file tensor, double, CPU
   // Set by set_system: the merged layers and what the system inputs select.

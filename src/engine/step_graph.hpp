@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include "ops.hpp"
+
 #ifdef KOKKOS_ENABLE_CUDA
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -103,5 +105,79 @@ class StepGraph {
   long m_captures = 0, m_replays = 0;
 };
 #endif
+
+// The device part of a step (what a CUDA graph can hold) and the host part after it.
+struct DeviceStep {
+  Result res;                          // views only; energy and virial are filled by finish()
+  kk::View1<double, bridge::Exec> sums;  // [10]: virial (9), energy
+  bool grad = false;
+  int n_local = 0;
+};
+inline Result finish(const DeviceStep& d) { return finish_step(d.res, d.sums, d.n_local, d.grad); }
+
+// The graphed steps of one evaluator (both model families): the step graph, keyed by the
+// addresses of the edge graph, species and positions and by the request, and those inputs held
+// so that their memory cannot be reused by newer ones while the key names their addresses.
+// On host builds run() is the eager step.
+class GraphedSteps {
+ public:
+  // device_step(): DeviceStep of (graph, positions, what), no host synchronisation inside.
+  template <class DeviceStepFn>
+  Result run(const AtomGraph& graph, kk::Vec3View<const double, bridge::Exec> positions, const What& what,
+             DeviceStepFn&& device_step) {
+#ifdef KOKKOS_ENABLE_CUDA
+    if (!m_graph) m_graph = std::make_unique<StepGraph<DeviceStep>>();
+    const auto& g = graph.edges;
+    auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+    const typename StepGraph<DeviceStep>::Key key = {
+        address(g.recv.data()),         address(g.send.data()),         address(g.shift.data()),
+        address(g.recv_offsets.data()), address(g.send_offsets.data()), address(g.send_edges.data()),
+        address(graph.species.data()),  address(positions.data()),      std::uintptr_t(g.n_nodes),
+        std::uintptr_t(g.n_edges),      std::uintptr_t(graph.n_local),
+        std::uintptr_t(what.forces) | std::uintptr_t(what.energies) << 1 | std::uintptr_t(what.virial) << 2 |
+            std::uintptr_t(what.atom_virial) << 3};
+    m_graph_held = graph;
+    m_positions_held = positions;
+    return finish(m_graph->run(key, device_step));
+#else
+    (void)graph, (void)positions, (void)what;
+    return finish(device_step());
+#endif
+  }
+  // Drops the captured step (the weights it reads were replaced: model v2's set_system).
+  void reset() {
+#ifdef KOKKOS_ENABLE_CUDA
+    if (m_graph) {
+      m_captures += m_graph->captures();
+      m_replays += m_graph->replays();
+    }
+    m_graph.reset();
+    m_graph_held = AtomGraph();
+    m_positions_held = {};
+#endif
+  }
+  long captures() const {
+#ifdef KOKKOS_ENABLE_CUDA
+    return m_captures + (m_graph ? m_graph->captures() : 0);
+#else
+    return 0;
+#endif
+  }
+  long replays() const {
+#ifdef KOKKOS_ENABLE_CUDA
+    return m_replays + (m_graph ? m_graph->replays() : 0);
+#else
+    return 0;
+#endif
+  }
+
+ private:
+#ifdef KOKKOS_ENABLE_CUDA
+  std::unique_ptr<StepGraph<DeviceStep>> m_graph;
+  AtomGraph m_graph_held;
+  kk::Vec3View<const double, bridge::Exec> m_positions_held;
+#endif
+  long m_captures = 0, m_replays = 0;  // of graphs dropped by reset()
+};
 
 }  // namespace edgeframe::impl

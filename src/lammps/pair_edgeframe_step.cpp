@@ -146,10 +146,10 @@ void PairEdgeframe::init_engine(bool need_newton)
                "pair_style edgeframe: task, charge and spin are model v2 settings; potential {} is a v1 model "
                "(format_version 1)",
                m_potential_file);
-  if (is_v2() && (m_edge_chunk > 0 || m_memory_budget_gb > 0.0))
+  if (is_v2() && m_memory_budget_gb > 0.0)
     error->all(FLERR,
-               "pair_style edgeframe: edge_chunk and memory_budget are not available for model v2 potentials yet "
-               "({}: use activations keep, auto (= keep for v2) or recompute)",
+               "pair_style edgeframe: memory_budget is not available for model v2 potentials yet ({}: use "
+               "activations keep, auto (= keep for v2) or recompute, with edge_chunk N for large systems)",
                m_potential_file);
   if (is_v2() && !m_task.empty() && !m_potential->v2.task(m_task))
     error->all(FLERR, "pair_style edgeframe: task '{}' is not one of the tasks of potential {}: {}", m_task,
@@ -177,7 +177,6 @@ void PairEdgeframe::init_engine(bool need_newton)
   }
   if (comm->me == 0 && m_cuda_graph) {
     const char *why = edgeframe::build_info().execution_space != "Cuda" ? "this build runs on the host"
-                      : is_v2()                                         ? "model v2 steps are not captured"
                       : m_timing_detail                                 ? "timing detail fences every kernel"
                                                                         : nullptr;
     if (why) error->warning(FLERR, "pair_style edgeframe: cuda_graph yes has no effect here ({})", why);

@@ -7,6 +7,7 @@ and 4 MPI ranks and through edgeframe/kk. Also models of eSEN's structure at lma
 at lmax 4, on fewer cases."""
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -308,15 +309,28 @@ def test_graph_per_rebuild_equals_fairchem(lammps, tmp_path, cases, name, nprocs
     assert "edgeframe: graph per_rebuild: edges within r_cut + skin" in output
 
 
-def test_edge_chunk_is_refused_for_v2(lammps, tmp_path, cases):
+@pytest.mark.parametrize("name,nprocs,style", [("diamond", 1, ""), ("mgo", 2, " ghost_mode exchange")])
+def test_recompute_in_edge_chunks_equals_fairchem(lammps, tmp_path, cases, name, nprocs, style):
+    # activations recompute with edge_chunk: each layer's edge part runs (forward and again in the
+    # backward pass) over receiver ranges of at most 20 edges, the messages summed over them;
+    # fairchem's numbers all the same, and the log counts layers x chunks reruns.
+    rec, q, thermo, dump, output = run(lammps, tmp_path, cases, name,
+                                       style=" activations recompute edge_chunk 20" + style, nprocs=nprocs,
+                                       pre="processors 2 1 1" if nprocs == 2 else "")
+    check(rec, q, thermo, dump, per_atom=nprocs == 1)
+    m = re.search(r"edgeframe activations recompute: (\d+) edge parts", output)
+    assert m, output[-2000:]
+    assert int(m.group(1)) > 2 and int(m.group(1)) % 2 == 0   # 2 layers, several chunks each
+
+
+def test_memory_budget_is_refused_for_v2(lammps, tmp_path, cases):
     rec = load(cases, "diamond")
     write_data(tmp_path / "data.lmp", Structure(rec), ["C"])
-    script = RUN_0_SCRIPT.format(boundary="p p p",
-                                 precision="fp64 task omat activations recompute edge_chunk 100",
+    script = RUN_0_SCRIPT.format(boundary="p p p", precision="fp64 task omat memory_budget 10",
                                  model=cases / "uma.safetensors", elements="C", nktv2p=METAL_NKTV2P, pre="", extra="")
     proc = lammps(script)
     assert proc.returncode != 0
-    assert "edge_chunk and memory_budget are not available for model v2" in proc.output
+    assert "memory_budget is not available for model v2" in proc.output
 
 
 def test_idle_ranks_in_shell_mode_join_the_charge_sums(lammps, tmp_path, cases):

@@ -592,9 +592,11 @@ TEST(Evaluator, EdgesBeyondTheCutoffAddNothing) {
 // cuBLAS may choose another GEMM kernel for the graph's stream and workspace, hence rounding-level
 // tolerances (fp32: the 1e-5 of issue #7's fp32 mode, against fp64 there, against fp32 here).
 // On host backends the option does nothing: no captures, the same results.
-TEST(Evaluator, ACudaGraphReplaysTheStepWhileItsInputsStayPut) {
-  const Golden g = load_golden("triclinic_ccu16_L3m2");
-  const auto pot = read_potential(g.model_file);
+// prepare(ev): the system inputs of a v2 model (nothing for v1); upload_at(x): positions x and
+// a new graph of them.
+template <class Prepare, class Upload>
+void check_cuda_graph_replays(const Potential& pot, const std::vector<double>& x0, Prepare&& prepare,
+                              Upload&& upload_at) {
   const bool device = !std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
   for (Precision p : {Precision::fp64, Precision::fp32}) {
     const double tol = p == Precision::fp64 ? 1e-12 : 1e-5;
@@ -602,6 +604,8 @@ TEST(Evaluator, ACudaGraphReplaysTheStepWhileItsInputsStayPut) {
     EvaluatorOptions options{p};
     options.cuda_graph = true;
     Evaluator graphed(pot, options);
+    prepare(eager);
+    prepare(graphed);
     auto same = [&](const HostResult& a, const HostResult& b, const char* what) {
       EXPECT_NEAR(a.energy, b.energy, tol * std::fabs(b.energy)) << what;
       EXPECT_LT(rel_err(a.forces, b.forces), tol) << what;
@@ -612,7 +616,7 @@ TEST(Evaluator, ACudaGraphReplaysTheStepWhileItsInputsStayPut) {
                 tol)
           << what;
     };
-    const auto d = upload(g, g.x);
+    const auto d = upload_at(x0);
     const HostResult first = run(graphed, d);
     same(first, run(eager, d), "eager first step");
     EXPECT_EQ(graphed.cuda_graph_captures(), 0);
@@ -622,7 +626,7 @@ TEST(Evaluator, ACudaGraphReplaysTheStepWhileItsInputsStayPut) {
     EXPECT_EQ(graphed.cuda_graph_replays(), device ? 1 : 0);
 
     // Positions moved in place (same view): the replay must see them.
-    std::vector<double> moved = g.x;
+    std::vector<double> moved = x0;
     moved[0] += 0.02;
     moved[4] -= 0.015;
     auto hx = Kokkos::create_mirror_view(d.x);
@@ -635,13 +639,63 @@ TEST(Evaluator, ACudaGraphReplaysTheStepWhileItsInputsStayPut) {
     EXPECT_EQ(graphed.cuda_graph_replays(), device ? 2 : 0);
 
     // A new graph (a neighbour-list rebuild): one eager step, then a new capture.
-    const auto rebuilt = upload(g, moved);
+    const auto rebuilt = upload_at(moved);
     const HostResult want = run(eager, rebuilt);
     same(run(graphed, rebuilt), want, "new graph, eager");
     same(run(graphed, rebuilt), want, "new graph, captured");
     EXPECT_EQ(graphed.cuda_graph_captures(), device ? 2 : 0);
     EXPECT_EQ(graphed.cuda_graph_replays(), device ? 3 : 0);
   }
+}
+
+TEST(Evaluator, ACudaGraphReplaysTheStepWhileItsInputsStayPut) {
+  const Golden g = load_golden("triclinic_ccu16_L3m2");
+  check_cuda_graph_replays(read_potential(g.model_file), g.x, [](Evaluator&) {},
+                           [&](const std::vector<double>& x) { return upload(g, x); });
+}
+
+// Model v2 (the shipped carbon potential on a rattled diamond box): the same replays; a new
+// set_system replaces the weights a captured step reads, so the next step runs eagerly again
+// and is then captured anew, with the new system's results.
+TEST(Evaluator, ACudaGraphReplaysAModelV2StepUntilTheSystemChanges) {
+  const Golden g = load_golden("diamond64_L2m2");
+  const Potential pot = read_potential(std::string(EDGEFRAME_POTENTIALS_DIR) + "/C-diamond-v2.safetensors");
+  ASSERT_EQ(pot.format_version, kFormatVersionV2);
+  const std::vector<int> carbon(g.species.size(), 5);  // v2 species index = Z - 1
+  const int N = int(carbon.size());
+  auto upload_at = [&](const std::vector<double>& x) {
+    return test::upload_graph(x, carbon, g.pi, g.pj, g.shift, N, pot.v2.r_cut);
+  };
+  auto system = [&](int charge) {
+    SystemInputs in;
+    in.atoms_per_z.assign(pot.v2.max_num_elements, 0.0);
+    in.atoms_per_z[6] = N;
+    in.charge_set = true;
+    in.charge = charge;
+    return in;
+  };
+  check_cuda_graph_replays(pot, g.x, [&](Evaluator& ev) { ev.set_system(system(0)); }, upload_at);
+
+  const bool device = !std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
+  EvaluatorOptions options{Precision::fp64};
+  options.cuda_graph = true;
+  Evaluator graphed(pot, options), eager(pot, {Precision::fp64});
+  graphed.set_system(system(0));
+  const auto d = upload_at(g.x);
+  run(graphed, d);
+  const HostResult neutral = run(graphed, d);
+  EXPECT_EQ(graphed.cuda_graph_captures(), device ? 1 : 0);
+  graphed.set_system(system(1));
+  eager.set_system(system(1));
+  const HostResult want = run(eager, d);
+  ASSERT_GT(std::fabs(want.energy - neutral.energy), 1e-9) << "the charge changes nothing: the test cannot tell";
+  for (const char* what : {"after set_system, eager", "after set_system, captured"}) {
+    const HostResult got = run(graphed, d);
+    EXPECT_NEAR(got.energy, want.energy, 1e-12 * std::fabs(want.energy)) << what;
+    EXPECT_LT(rel_err(got.forces, want.forces), 1e-12) << what;
+  }
+  EXPECT_EQ(graphed.cuda_graph_captures(), device ? 2 : 0);
+  EXPECT_EQ(graphed.cuda_graph_replays(), device ? 2 : 0);
 }
 
 TEST(Evaluator, PoisonedScratchChangesNothing) {

@@ -1,0 +1,49 @@
+// The edge chunks of a graph for activations recompute with edge_chunk > 0 (both model
+// families): receiver ranges of at most edge_chunk edges, each as a graph of its own
+// (graph_chunk.hpp), so that a recomputed layer's edge part runs one chunk at a time.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "bridge.hpp"
+#include "graph.hpp"
+#include "graph_chunk.hpp"
+
+namespace edgeframe::impl {
+
+class EdgeChunks {
+ public:
+  // The chunks of g, rebuilt only when the graph or the chunk size changes. The key holds the
+  // graph's recv_offsets view: while held, its allocation cannot be reused by a newer graph, so
+  // an equal pointer means the same graph (graphs are built once per neighbour-list rebuild,
+  // with fresh views, and never edited in place). Reads recv_offsets on the host at a rebuild.
+  void update(const bridge::Exec& exec, const kk::Graph<bridge::Exec>& g, int edge_chunk) {
+    if (m_key.data() == g.recv_offsets.data() && m_n_edges == g.n_edges && m_edge_chunk == edge_chunk) return;
+    const auto ro_view = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g.recv_offsets);
+    const std::vector<int> ro(ro_view.data(), ro_view.data() + g.n_nodes + 1);
+    const std::vector<int> bounds = kk::chunk_receivers(ro, edge_chunk);
+    m_key = g.recv_offsets;
+    m_n_edges = g.n_edges;
+    m_edge_chunk = edge_chunk;
+    m_edges.clear();
+    m_graphs.clear();
+    for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
+      m_edges.emplace_back(ro[bounds[k]], ro[bounds[k + 1]]);
+      m_graphs.push_back(kk::graph_chunk(exec, g, m_edges.back().first, m_edges.back().second));
+    }
+    ++m_builds;
+  }
+  const std::vector<std::pair<int, int>>& edges() const { return m_edges; }  // [e0, e1) per chunk
+  const std::vector<kk::Graph<bridge::Exec>>& graphs() const { return m_graphs; }
+  long builds() const { return m_builds; }  // chunk sets made (tests: once per graph)
+
+ private:
+  kk::View1<int, bridge::Exec> m_key;
+  int m_n_edges = -1, m_edge_chunk = -1;
+  std::vector<std::pair<int, int>> m_edges;
+  std::vector<kk::Graph<bridge::Exec>> m_graphs;
+  long m_builds = 0;
+};
+
+}  // namespace edgeframe::impl
