@@ -250,33 +250,11 @@ struct Evaluator::Impl {
     return m;
   }
 
-  // The budget of an automatic plan: the option, or on CUDA what the device has free now plus
-  // what torch's allocator holds unused, less 5 %; on host backends none (keep all).
-  double budget_now() const {
-    if (memory_budget > 0) return memory_budget;
-#ifdef KOKKOS_ENABLE_CUDA
-    std::size_t free_bytes = 0, total_bytes = 0;
-    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return 0;
-    const double pool_unused = double(torch_pool_bytes(&TorchStats::reserved_bytes).current -
-                                      torch_pool_bytes(&TorchStats::allocated_bytes).current);
-    return 0.95 * (double(free_bytes) + pool_unused);
-#else
-    return 0;
-#endif
-  }
-
-  // The plan for a step of this graph (forces wanted): fixed by the options, or automatic's
-  // choice; made again when the graph's size changes (and with it the predicted bytes).
+  // The plan for a step of this graph (forces wanted), made again when the graph's size changes
+  // (and with it the predicted bytes).
   const ActivationPlan& plan_for(std::int64_t E, std::int64_t N) {
     if (E == plan_edges && N == plan_nodes) return plan;
-    plan = ActivationPlan{};
-    plan.recompute.assign(cfg.layers, activations == EvaluatorOptions::Activations::recompute ? 1 : 0);
-    plan.edge_chunk = activations == EvaluatorOptions::Activations::recompute ? edge_chunk : 0;
-    const MemoryModel model = memory_model();
-    if (activations == EvaluatorOptions::Activations::automatic)
-      plan = plan_activations(model, E, N, budget_now());
-    else
-      plan.predicted_bytes = predicted_peak(model, E, N, plan.recompute, plan.edge_chunk);
+    plan = impl::choose_activation_plan(memory_model(), activations, edge_chunk, memory_budget, E, N);
     plan_edges = E;
     plan_nodes = N;
     return plan;
@@ -461,8 +439,7 @@ std::size_t Evaluator::torch_device_peak_bytes() {
 }
 long Evaluator::layers_recomputed() const { return m_v2 ? m_v2->layers_recomputed() : m_impl->layers_recomputed; }
 const ActivationPlan& Evaluator::activation_plan() const {
-  static const ActivationPlan kNone;  // model v2 keeps every activation
-  return m_v2 ? kNone : m_impl->plan;
+  return m_v2 ? m_v2->activation_plan() : m_impl->plan;
 }
 bool Evaluator::trims_first_and_last_layers() const { return m_v2 ? false : m_impl->trim_degrees; }
 long Evaluator::edge_chunk_builds() const { return m_v2 ? m_v2->edge_chunk_builds() : m_impl->chunks.builds(); }
@@ -657,6 +634,34 @@ impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph, kk::Vec3Vi
   impl::pad_reverse_exchanges(step, cfg.layers - 1, N, cfg.num_coeffs() * cfg.channels);
   impl::finish_forces_and_sums(step, out, vec, grad_vec, energies, graph.n_local, grad, what.atom_virial);
   return impl::DeviceStep{out.res, out.sums, grad, graph.n_local};
+}
+
+// The budget of an automatic plan: the option, or on CUDA what the device has free now plus
+// what torch's allocator holds unused, less 5 %; on host backends none (keep all).
+double impl::memory_budget_now(double option) {
+  if (option > 0) return option;
+#ifdef KOKKOS_ENABLE_CUDA
+  std::size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return 0;
+  const double pool_unused = double(torch_pool_bytes(&TorchStats::reserved_bytes).current -
+                                    torch_pool_bytes(&TorchStats::allocated_bytes).current);
+  return 0.95 * (double(free_bytes) + pool_unused);
+#else
+  return 0;
+#endif
+}
+
+ActivationPlan impl::choose_activation_plan(const MemoryModel& model, EvaluatorOptions::Activations activations,
+                                            int edge_chunk, double budget_option, std::int64_t E, std::int64_t N) {
+  const std::size_t layers = model.kept_per_edge.size();
+  if (activations == EvaluatorOptions::Activations::automatic)
+    return plan_activations(model, E, N, memory_budget_now(budget_option));
+  ActivationPlan plan;
+  const bool all = activations == EvaluatorOptions::Activations::recompute;
+  plan.recompute.assign(layers, all ? 1 : 0);
+  plan.edge_chunk = all ? edge_chunk : 0;
+  plan.predicted_bytes = predicted_peak(model, E, N, plan.recompute, plan.edge_chunk);
+  return plan;
 }
 
 Result impl::finish_step(const Result& step_result, const kk::View1<double, Exec>& sums, int n_local, bool grad) {

@@ -64,16 +64,11 @@ ModelV2::ModelV2(const Potential& pot, const EvaluatorOptions& opt)
       m_precision(opt.precision),
       m_dtype(opt.precision == Precision::fp64 ? torch::kFloat64 : torch::kFloat32),
       m_workspace(opt.poison_scratch),
-      m_recompute(opt.activations == EvaluatorOptions::Activations::recompute),
+      m_activations(opt.activations),
+      m_memory_budget(opt.memory_budget),
       m_cuda_graph(opt.cuda_graph),
       m_edge_chunk(opt.edge_chunk) {
-  if (opt.memory_budget > 0.0)
-    throw InputError("potential " + pot.path +
-                     ": a memory budget is not available for model v2 yet (set activations recompute, with "
-                     "edge_chunk for large systems)");
   if (opt.edge_chunk < 0) throw InputError("Evaluator: edge_chunk must be >= 0");
-  if (opt.edge_chunk > 0 && !m_recompute)
-    throw InputError("Evaluator: edge_chunk needs activations recompute (kept activations are never recomputed)");
   if (m_cfg.lmax > kk::kMaxL) throw InputError("potential " + pot.path + ": lmax exceeds the compiled maximum");
   if (m_precision == Precision::tf32 && !tf32_available())
     throw InputError("precision tf32 needs the CUDA engine; this build (" + build_info().execution_space +
@@ -306,6 +301,47 @@ Tensor ModelV2::balance(const Tensor& h, int n_owned, GlobalReduce* reduce) cons
   return out;
 }
 
+// Bytes per edge and node of a step (memory_plan.hpp), counted from what each autograd function
+// of the step keeps (ops.cpp): per layer the inputs of the two LayerNorm + SiLU kernels and the
+// radial hidden the pack keeps (3 Ce), the gate's input z [(K + L) H] and the messages
+// unrotate_aggregate keeps [K C] (the SO(2) linears keep nothing: their weights take no
+// gradient); its backward holds the radial part and the larger of those and the pack's
+// gradients and recomputed multipliers (as v1's). Held through the step: the edge-degree
+// embedding's radial inputs and its messages [(L + 1) C], the Gaussians and what their
+// expression keeps (3 G), the band, its gradient and derivative, the edge vectors, the int32
+// table rows and the Kokkos workspace, as v1's count of those.
+MemoryModel ModelV2::memory_model() const {
+  const ModelConfigV2& cfg = m_cfg;
+  const double vb = m_dtype == torch::kFloat64 ? 8.0 : 4.0;
+  const int L = cfg.lmax, M = cfg.mmax, C = cfg.channels, H = cfg.hidden_channels, Ce = cfg.edge_channels;
+  const int D = (L + 1) * (L + 1);
+  const double K = kk::band_rows(L, M);
+  MemoryModel m;
+  const double radial = 3.0 * Ce, z = (K + L) * H, messages = K * C;
+  const double pack_grads = (pack_backward_in_place(L) ? 1.0 : 2.0) * (K + kk::gate_rows(L, M)) * 2.0 * C;
+  for (int t = 0; t < cfg.layers; ++t) {
+    m.kept_per_edge.push_back(vb * (radial + z + messages));
+    m.backward_per_edge.push_back(vb * (radial + std::max(z + messages, pack_grads)));
+  }
+  const double band = kk::band_size(L, M);
+  const double workspace_per_edge = 1.125 * (2 * 3 * 8.0 + 4.0 * band * vb + vb + 8.0);
+  const double edge_degree = 2.0 * Ce + (L + 1) * C, gaussians = 3.0 * cfg.num_gaussians;
+  m.persistent_per_edge =
+      vb * (3.0 * band + 2.0 * D + edge_degree + gaussians) + 3.0 * 8.0 + 2 * 4.0 + workspace_per_edge;
+  // Node features and what rms_norm_sh, the FFN and the sums keep, per layer: about 6 [D, C]
+  // rows and the FFN's hidden [D, H] twice.
+  m.per_node = vb * cfg.layers * double(D) * (6.0 * C + 2.0 * H) + 1.125 * (1 + 3 + 9) * 8.0;
+  return m;
+}
+
+const ActivationPlan& ModelV2::plan_for(std::int64_t E, std::int64_t N) {
+  if (E == m_plan_edges && N == m_plan_nodes) return m_plan;
+  m_plan = choose_activation_plan(memory_model(), m_activations, m_edge_chunk, m_memory_budget, E, N);
+  m_plan_edges = E;
+  m_plan_nodes = N;
+  return m_plan;
+}
+
 int ModelV2::balanced_ranges() const {
   return (m_cfg.charge_balanced[1] > m_cfg.charge_balanced[0]) + (m_cfg.spin_balanced[1] > m_cfg.spin_balanced[0]);
 }
@@ -316,8 +352,10 @@ Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec>
   // A graphed step has no timers (they fence), no exchange and no global reduction (both call
   // MPI from the host between layers), no recomputation (its backward runs host code between
   // layers) and no roll (tests).
+  const bool grad = what.forces || what.virial || what.atom_virial;
+  const bool recomputes = grad && plan_for(graph.edges.n_edges, graph.edges.n_nodes).any_recomputed();
   const bool reduces = what.reduce && balanced_ranges() > 0;
-  const bool graphed = m_cuda_graph && !what.times && !what.exchange && !reduces && !m_recompute && what.roll.extent(0) == 0;
+  const bool graphed = m_cuda_graph && !what.times && !what.exchange && !reduces && !recomputes && what.roll.extent(0) == 0;
   auto step = [&] { return device_step(graph, positions, what); };
   return graphed ? m_graphed.run(graph, positions, what, step) : finish(step());
 }
@@ -405,15 +443,18 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
       return unrotate_aggregate(w, bb, ee, s);
     };
   };
-  // activations recompute: every layer's edge part keeps only its inputs and runs again in the
-  // backward pass (recomputed_layer), in chunks of at most m_edge_chunk edges (receiver ranges,
-  // each with a graph and step context of its own; 0: one chunk). Deques: recomputed_layer keeps
-  // each function's and context's address until the backward pass.
+  // The plan's recomputed layers (compute() made it for this graph): their edge parts keep only
+  // their inputs and run again in the backward pass (recomputed_layer), in chunks of at most
+  // plan.edge_chunk edges (receiver ranges, each with a graph and step context of its own; 0:
+  // one chunk). Deques: recomputed_layer keeps each function's and context's address until the
+  // backward pass.
+  const ActivationPlan& plan = m_plan;
+  const bool recompute = grad && E > 0 && plan.any_recomputed();
   std::deque<StepContext> chunk_steps;
   std::vector<std::pair<int, int>> chunk_edges;
-  if (m_recompute) {
-    if (m_edge_chunk > 0 && m_edge_chunk < E) {
-      m_chunks.update(exec, g, m_edge_chunk);
+  if (recompute) {
+    if (plan.edge_chunk > 0 && plan.edge_chunk < E) {
+      m_chunks.update(exec, g, plan.edge_chunk);
       chunk_edges = m_chunks.edges();
       for (const auto& cg : m_chunks.graphs()) {
         chunk_steps.push_back(step);
@@ -432,7 +473,7 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
     if (step.exchange) h = node_exchange(h, step);
     const Tensor n = rms_norm_sh(h, lw.norm1_w, lw.norm1_b);
     Tensor messages;
-    if (!m_recompute) {
+    if (!recompute || !plan.recompute[t]) {
       messages = edge_part(t, step, z_send, z_recv)(n, band, gauss, env);
     } else {
       for (std::size_t k = 0; k < chunk_steps.size(); ++k) {

@@ -30,7 +30,9 @@ class ModelV2 {
   const ModelConfigV2& config_v2() const { return m_cfg; }
   Precision precision() const { return m_precision; }
   const Workspace& workspace() const { return m_workspace; }
-  long layers_recomputed() const { return m_layers_recomputed; }  // edge parts run again (activations recompute)
+  long layers_recomputed() const { return m_layers_recomputed; }  // edge parts run again (recomputed layers)
+  const ActivationPlan& activation_plan() const { return m_plan; }  // of the last step with forces
+  MemoryModel memory_model() const;
   long edge_chunk_builds() const { return m_chunks.builds(); }
   long cuda_graph_captures() const { return m_graphed.captures(); }
   long cuda_graph_replays() const { return m_graphed.replays(); }
@@ -64,7 +66,11 @@ class ModelV2 {
   Precision m_precision;
   torch::Dtype m_dtype;
   Workspace m_workspace;
-  bool m_recompute = false;      // activations recompute: every layer's edge part runs again backward
+  EvaluatorOptions::Activations m_activations;  // EvaluatorOptions::activations
+  double m_memory_budget = 0;                   // EvaluatorOptions::memory_budget
+  ActivationPlan m_plan;                        // plan_for's, made again when the graph's size changes
+  std::int64_t m_plan_edges = -1, m_plan_nodes = -1;
+  const ActivationPlan& plan_for(std::int64_t E, std::int64_t N);
   bool m_cuda_graph = false;     // EvaluatorOptions::cuda_graph
   int m_edge_chunk = 0;          // EvaluatorOptions::edge_chunk (activations recompute)
   EdgeChunks m_chunks;           // of the last graph seen (edge_chunk > 0)

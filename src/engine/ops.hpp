@@ -87,6 +87,15 @@ void finish_forces_and_sums(StepContext& step, StepOutputs& out, const kk::Vec3V
                             const torch::Tensor& grad_vec, const torch::Tensor& energies, int n_local, bool grad,
                             bool atom_virial);
 
+// The activation plan of a step of E edges and N nodes with forces (memory_plan.hpp): keep, or
+// recompute every layer (in edge chunks of edge_chunk), as the options fix it, or automatic's
+// choice under memory_budget_now(budget_option). The model's layers give the plan's.
+ActivationPlan choose_activation_plan(const MemoryModel& model, EvaluatorOptions::Activations activations,
+                                      int edge_chunk, double budget_option, std::int64_t E, std::int64_t N);
+// An automatic plan's budget: the option if > 0, else on CUDA the device's free memory plus what
+// torch's allocator holds unused, less 5 %; on host backends 0 (no limit).
+double memory_budget_now(double option);
+
 // A finished step's device sums -> Result (host boundary); throws NonFiniteError naming the
 // first bad node (evaluator.cpp).
 Result finish_step(const Result& res, const kk::View1<double, bridge::Exec>& sums, int n_local, bool grad);

@@ -146,11 +146,6 @@ void PairEdgeframe::init_engine(bool need_newton)
                "pair_style edgeframe: task, charge and spin are model v2 settings; potential {} is a v1 model "
                "(format_version 1)",
                m_potential_file);
-  if (is_v2() && m_memory_budget_gb > 0.0)
-    error->all(FLERR,
-               "pair_style edgeframe: memory_budget is not available for model v2 potentials yet ({}: use "
-               "activations keep, auto (= keep for v2) or recompute, with edge_chunk N for large systems)",
-               m_potential_file);
   if (is_v2() && !m_task.empty() && !m_potential->v2.task(m_task))
     error->all(FLERR, "pair_style edgeframe: task '{}' is not one of the tasks of potential {}: {}", m_task,
                m_potential_file, m_potential->v2.task_names());

@@ -323,14 +323,14 @@ def test_recompute_in_edge_chunks_equals_fairchem(lammps, tmp_path, cases, name,
     assert int(m.group(1)) > 2 and int(m.group(1)) % 2 == 0   # 2 layers, several chunks each
 
 
-def test_memory_budget_is_refused_for_v2(lammps, tmp_path, cases):
-    rec = load(cases, "diamond")
-    write_data(tmp_path / "data.lmp", Structure(rec), ["C"])
-    script = RUN_0_SCRIPT.format(boundary="p p p", precision="fp64 task omat memory_budget 10",
-                                 model=cases / "uma.safetensors", elements="C", nktv2p=METAL_NKTV2P, pre="", extra="")
-    proc = lammps(script)
-    assert proc.returncode != 0
-    assert "memory_budget is not available for model v2" in proc.output
+def test_memory_budget_recomputes_and_equals_fairchem(lammps, tmp_path, cases):
+    # activations auto under a budget smaller than any plan: every layer recomputed, the log says
+    # the plan and that it is over the budget even so, and the numbers are fairchem's.
+    rec, q, thermo, dump, output = run(lammps, tmp_path, cases, "diamond", style=" memory_budget 1e-9")
+    check(rec, q, thermo, dump)
+    assert "edgeframe activations auto on rank 0: recompute all layers" in output, output[-2000:]
+    assert "over the budget even so" in output
+    assert "edgeframe activations auto: 2 edge parts (layers x edge chunks) run again" in output
 
 
 def test_idle_ranks_in_shell_mode_join_the_charge_sums(lammps, tmp_path, cases):

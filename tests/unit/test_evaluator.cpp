@@ -348,6 +348,31 @@ TEST(Evaluator, TheForwardKeepsOnlyWhatTheBackwardNeeds) {
   EXPECT_LT(node_allowance, 0.5 * g_bytes) << "the allowance would hide a kept g: the test case is too small";
 }
 
+// Model v2 cases: the shipped carbon v2 potential on a golden's diamond structure (its pairs
+// within the potential's r_cut), with the system inputs of that composition.
+struct V2Case {
+  Potential pot;
+  Golden g;
+  std::vector<int> carbon;  // v2 species index = Z - 1
+  DeviceInput upload_at(const std::vector<double>& x) const {
+    return test::upload_graph(x, carbon, g.pi, g.pj, g.shift, int(carbon.size()), pot.v2.r_cut);
+  }
+  SystemInputs system(int charge = 0) const {
+    SystemInputs in;
+    in.atoms_per_z.assign(pot.v2.max_num_elements, 0.0);
+    in.atoms_per_z[6] = double(carbon.size());
+    in.charge_set = true;
+    in.charge = charge;
+    return in;
+  }
+};
+V2Case carbon_v2_case(const char* golden) {
+  V2Case c{read_potential(std::string(EDGEFRAME_POTENTIALS_DIR) + "/C-diamond-v2.safetensors"), load_golden(golden), {}};
+  if (c.pot.format_version != kFormatVersionV2) throw std::runtime_error("C-diamond-v2 is not a v2 file");
+  c.carbon.assign(c.g.species.size(), 5);
+  return c;
+}
+
 // The memory model behind Activations::automatic (memory_plan.hpp, Evaluator::Impl::memory_model)
 // against the step it models: torch's peak above the step's start (the profiler's memory events)
 // plus the Kokkos workspace must not exceed the model's peak, for the plans keep and recompute
@@ -585,6 +610,95 @@ TEST(Evaluator, EdgesBeyondTheCutoffAddNothing) {
   }
 }
 
+// The same for model v2 (ModelV2::memory_model), the shipped carbon v2 file on diamond 64.
+TEST(Evaluator, TheModelV2MemoryModelBoundsTheMeasuredPeak) {
+  const V2Case c = carbon_v2_case("diamond64_L2m2");
+  const auto d = c.upload_at(c.g.x);
+  using A = EvaluatorOptions::Activations;
+  for (const Precision p : {Precision::fp64, Precision::fp32}) {
+    for (const auto& [activations, chunk] :
+         {std::pair{A::keep, 0}, std::pair{A::recompute, 0}, std::pair{A::recompute, 500}}) {
+      EvaluatorOptions opt;
+      opt.precision = p;
+      opt.activations = activations;
+      opt.edge_chunk = chunk;
+      Evaluator ev(c.pot, opt);
+      ev.set_system(c.system());
+      run(ev, d);  // warm: the workspace and torch's allocator settle
+      const profiling::MemoryTimeline t = profiling::memory_timeline_of([&] { run(ev, d); });
+      const double measured = double(t.peak) + double(ev.workspace_bytes());
+      const double model = ev.activation_plan().predicted_bytes;
+      std::printf("[ measured ] v2 %s %s: torch peak %.3f MiB + workspace %.3f MiB = %.3f MiB; model %.3f MiB (%.2fx)\n",
+                  to_string(p).c_str(), ev.activation_plan().describe().c_str(), t.peak / 1048576.0,
+                  ev.workspace_bytes() / 1048576.0, measured / 1048576.0, model / 1048576.0, model / measured);
+      EXPECT_GE(model, measured) << ev.activation_plan().describe();
+      EXPECT_LE(model, 1.5 * measured) << ev.activation_plan().describe();
+    }
+  }
+}
+
+// Model v2 under a memory budget (activations automatic): a budget between the all-recompute
+// and keep peaks recomputes some layers, a budget below every plan recomputes all in chunks and
+// says it does not fit; results as keep's.
+TEST(Evaluator, AModelV2MemoryBudgetPicksThePlanAndKeepsTheResults) {
+  const V2Case c = carbon_v2_case("diamond64_L2m2");
+  const auto d = c.upload_at(c.g.x);
+  EvaluatorOptions keep_opt;
+  keep_opt.activations = EvaluatorOptions::Activations::keep;
+  Evaluator keep(c.pot, keep_opt);
+  keep.set_system(c.system());
+  const HostResult want = run(keep, d);
+  const double keep_peak = keep.activation_plan().predicted_bytes;
+  for (const double budget : {0.97 * keep_peak, 1.0}) {
+    EvaluatorOptions opt;
+    opt.memory_budget = budget;
+    Evaluator ev(c.pot, opt);
+    ev.set_system(c.system());
+    const HostResult got = run(ev, d);
+    const ActivationPlan& plan = ev.activation_plan();
+    EXPECT_TRUE(plan.any_recomputed()) << budget;
+    EXPECT_EQ(plan.fits, budget > 1.0) << plan.describe();
+    EXPECT_GT(ev.layers_recomputed(), 0) << plan.describe();
+    EXPECT_NEAR(got.energy, want.energy, 1e-12 * std::fabs(want.energy)) << plan.describe();
+    EXPECT_LT(rel_err(got.forces, want.forces), 1e-11) << plan.describe();
+    EXPECT_LT(rel_err(got.atom_virial, want.atom_virial), 1e-11) << plan.describe();
+  }
+}
+
+// Model v2's recomputed edge parts, whole and in chunks (0: one chunk, 250: a few receivers, 1:
+// one receiver per chunk), give keep's results to rounding, with ghost rows too.
+TEST(Evaluator, ModelV2RecomputedEdgePartsGiveTheSameResults) {
+  const V2Case c = carbon_v2_case("diamond64_L2m2");
+  for (const Precision p : {Precision::fp64, Precision::fp32}) {
+    const double tol = p == Precision::fp64 ? 1e-11 : kFp32Contract;
+    for (const int chunk : {0, 250, 1}) {
+      EvaluatorOptions keep_opt, recompute_opt;
+      keep_opt.precision = recompute_opt.precision = p;
+      keep_opt.activations = EvaluatorOptions::Activations::keep;
+      recompute_opt.activations = EvaluatorOptions::Activations::recompute;
+      recompute_opt.edge_chunk = chunk;
+      Evaluator keep(c.pot, keep_opt), recompute(c.pot, recompute_opt);
+      keep.set_system(c.system());
+      recompute.set_system(c.system());
+      auto d = c.upload_at(c.g.x);
+      const auto ro = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), d.graph.edges.recv_offsets);
+      const std::vector<int> offsets(ro.data(), ro.data() + ro.extent(0));
+      const long chunks =
+          chunk == 0 ? 1 : static_cast<long>(edgeframe::kk::chunk_receivers(offsets, chunk).size()) - 1;
+      for (int n_local : {d.graph.n_local, d.graph.n_local / 2}) {
+        d.graph.n_local = n_local;
+        const long before = recompute.layers_recomputed();
+        const auto a = run(keep, d), b = run(recompute, d);
+        EXPECT_EQ(recompute.layers_recomputed() - before, c.pot.v2.layers * chunks) << "chunk " << chunk;
+        EXPECT_NEAR(b.energy, a.energy, tol * std::fabs(a.energy)) << "chunk " << chunk;
+        EXPECT_LT(rel_err(b.forces, a.forces), tol) << "chunk " << chunk;
+        EXPECT_LT(rel_err(b.atom_virial, a.atom_virial), tol) << "chunk " << chunk;
+        EXPECT_LT(rel_err(b.energies, a.energies), tol) << "chunk " << chunk;
+      }
+    }
+  }
+}
+
 // EvaluatorOptions::cuda_graph (step_graph.hpp). On CUDA the first step with a given graph and
 // positions view runs eagerly, the second is captured and replayed, later ones are replays: a
 // replay must read the positions' current values (moved in place here), and a new graph must
@@ -658,30 +772,18 @@ TEST(Evaluator, ACudaGraphReplaysTheStepWhileItsInputsStayPut) {
 // set_system replaces the weights a captured step reads, so the next step runs eagerly again
 // and is then captured anew, with the new system's results.
 TEST(Evaluator, ACudaGraphReplaysAModelV2StepUntilTheSystemChanges) {
-  const Golden g = load_golden("diamond64_L2m2");
-  const Potential pot = read_potential(std::string(EDGEFRAME_POTENTIALS_DIR) + "/C-diamond-v2.safetensors");
-  ASSERT_EQ(pot.format_version, kFormatVersionV2);
-  const std::vector<int> carbon(g.species.size(), 5);  // v2 species index = Z - 1
-  const int N = int(carbon.size());
-  auto upload_at = [&](const std::vector<double>& x) {
-    return test::upload_graph(x, carbon, g.pi, g.pj, g.shift, N, pot.v2.r_cut);
-  };
-  auto system = [&](int charge) {
-    SystemInputs in;
-    in.atoms_per_z.assign(pot.v2.max_num_elements, 0.0);
-    in.atoms_per_z[6] = N;
-    in.charge_set = true;
-    in.charge = charge;
-    return in;
-  };
-  check_cuda_graph_replays(pot, g.x, [&](Evaluator& ev) { ev.set_system(system(0)); }, upload_at);
+  const V2Case c = carbon_v2_case("diamond64_L2m2");
+  const Potential& pot = c.pot;
+  auto upload_at = [&](const std::vector<double>& x) { return c.upload_at(x); };
+  auto system = [&](int charge) { return c.system(charge); };
+  check_cuda_graph_replays(pot, c.g.x, [&](Evaluator& ev) { ev.set_system(system(0)); }, upload_at);
 
   const bool device = !std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
   EvaluatorOptions options{Precision::fp64};
   options.cuda_graph = true;
   Evaluator graphed(pot, options), eager(pot, {Precision::fp64});
   graphed.set_system(system(0));
-  const auto d = upload_at(g.x);
+  const auto d = upload_at(c.g.x);
   run(graphed, d);
   const HostResult neutral = run(graphed, d);
   EXPECT_EQ(graphed.cuda_graph_captures(), device ? 1 : 0);

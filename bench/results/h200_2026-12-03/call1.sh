@@ -21,7 +21,7 @@ one() {  # tag precision label extra-args...
   [[ $(left) -lt 40 ]] && { echo "skipped $tag $prec $label: time"; return; }
   timeout 120 "$bench" --case "$cases/$tag.case" --potential $pot --precision "$prec" --reps 20 --warmup 3 \
     --forces-out "/tmp/f-$tag-$prec-$label" "$@" > "$OUT/bench-$tag-$prec-$label.log" 2>&1
-  echo "$tag $prec $label rc $?: $(grep -o '"median_s": [0-9.e+-]*\|"n_edges": [0-9]*\|"peak_bytes": [0-9]*\|"cuda_graph_replays": [0-9]*' "$OUT/bench-$tag-$prec-$label.log" | tr '\n' ' ')"
+  echo "$tag $prec $label rc $?: $(grep -o '"median_s": [0-9.e+-]*\|"n_edges": [0-9]*\|"peak_bytes": [0-9]*\|"predicted_peak_bytes": [0-9]*\|"cuda_graph_replays": [0-9]*' "$OUT/bench-$tag-$prec-$label.log" | tr '\n' ' ')"
 }
 echo "== eager against --cuda-graph"
 for tag in diamond512 bcc4394; do
