@@ -176,8 +176,8 @@ TYPED_TEST(GraphTest, RefreshedShiftsFollowThePairs) {
     kk::PairList<Exec> pl2{d2.i, d2.j, d2.shift, half};
     kk::refresh_shifts(exec, kept, pl2);
     exec.fence("test: refreshed shifts ready for the host");
-    const auto shift = test::to_host(kept.shift);
-    const auto pair = test::to_host(kept.pair);
+    auto shift = test::to_host(kept.shift);
+    auto pair = test::to_host(kept.pair);
     const auto ref = reference_edges(s, cutoff, half);
     ASSERT_EQ(kept.n_edges, int(ref.size()));
     for (int e = 0; e < kept.n_edges; ++e) {
