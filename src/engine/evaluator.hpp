@@ -116,8 +116,8 @@ struct EvaluatorOptions {
   // graph, the positions view and What stay the same (their values may change), which takes
   // the host's launch and autograd overhead out of small steps (step_graph.hpp; doc/engine.md
   // "CUDA graphs"). A new graph or positions view costs one eager step and one capture. Steps
-  // with an exchange, timers, a roll or recomputed layers run as without it. No effect on host
-  // backends.
+  // with an exchange, timers, a roll or recomputed layers (model v2 also: a global reduction,
+  // charge balancing on several ranks) run as without it. No effect on host backends.
   bool cuda_graph = false;
   // The first layer rotates and gates only what reaches degree 0 of its output, and the last
   // layer only what reaches the energy (degree 0, m = 0 rows): same results to rounding, less
@@ -150,8 +150,9 @@ class Evaluator {
   const ActivationPlan& activation_plan() const;
   // Times the edge chunks were (re)built: once per graph (neighbour-list rebuild), not per call.
   long edge_chunk_builds() const;
-  // cuda_graph: steps captured so far (one per new graph, positions view or request) and
-  // steps replayed from a capture (0 and 0 on host backends or without the option).
+  // cuda_graph: steps captured so far (one per new graph, positions view or request; model v2
+  // also one after each set_system) and steps replayed from a capture (0 and 0 on host
+  // backends or without the option).
   long cuda_graph_captures() const;
   long cuda_graph_replays() const;
   // EvaluatorOptions::trim_first_and_last_layers as constructed.
