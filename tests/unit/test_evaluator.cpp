@@ -382,30 +382,37 @@ V2Case carbon_v2_case(const char* golden) {
 // 0.57-0.83x here, and before the band gradient's accumulation 0.98x on the H200 (recompute,
 // one chunk): both fail this test. The H200 gate compares the two for the full-size models (the
 // bench's JSON: predicted_peak_bytes against peak_bytes).
-TEST(Evaluator, TheMemoryModelBoundsTheMeasuredPeak) {
-  const Golden g = load_golden("diamond64_L3m2");
-  const auto pot = read_potential(g.model_file);
-  const auto d = upload(g, g.x);
+// prepare(ev): the system inputs of a v2 model (nothing for v1); chunk: the chunked plan's size.
+template <class Prepare>
+void check_memory_model_bounds(const Potential& pot, const DeviceInput& d, int chunk, Prepare&& prepare,
+                               const char* label) {
   using A = EvaluatorOptions::Activations;
   for (const Precision p : {Precision::fp64, Precision::fp32}) {
-    for (const auto& [activations, chunk] :
-         {std::pair{A::keep, 0}, std::pair{A::recompute, 0}, std::pair{A::recompute, 2000}}) {
+    for (const auto& [activations, edge_chunk] :
+         {std::pair{A::keep, 0}, std::pair{A::recompute, 0}, std::pair{A::recompute, chunk}}) {
       EvaluatorOptions opt;
       opt.precision = p;
       opt.activations = activations;
-      opt.edge_chunk = chunk;
+      opt.edge_chunk = edge_chunk;
       Evaluator ev(pot, opt);
+      prepare(ev);
       run(ev, d);  // warm: the workspace and torch's allocator settle
       const profiling::MemoryTimeline t = profiling::memory_timeline_of([&] { run(ev, d); });
       const double measured = double(t.peak) + double(ev.workspace_bytes());
       const double model = ev.activation_plan().predicted_bytes;
-      std::printf("[ measured ] %s %s: torch peak %.3f MiB + workspace %.3f MiB = %.3f MiB; model %.3f MiB (%.2fx)\n",
-                  to_string(p).c_str(), ev.activation_plan().describe().c_str(), t.peak / 1048576.0,
-                  ev.workspace_bytes() / 1048576.0, measured / 1048576.0, model / 1048576.0, model / measured);
-      EXPECT_GE(model, measured) << ev.activation_plan().describe();
-      EXPECT_LE(model, 1.5 * measured) << ev.activation_plan().describe();
+      std::printf(
+          "[ measured ] %s %s %s: torch peak %.3f MiB + workspace %.3f MiB = %.3f MiB; model %.3f MiB (%.2fx)\n",
+          label, to_string(p).c_str(), ev.activation_plan().describe().c_str(), t.peak / 1048576.0,
+          ev.workspace_bytes() / 1048576.0, measured / 1048576.0, model / 1048576.0, model / measured);
+      EXPECT_GE(model, measured) << label << " " << ev.activation_plan().describe();
+      EXPECT_LE(model, 1.5 * measured) << label << " " << ev.activation_plan().describe();
     }
   }
+}
+
+TEST(Evaluator, TheMemoryModelBoundsTheMeasuredPeak) {
+  const Golden g = load_golden("diamond64_L3m2");
+  check_memory_model_bounds(read_potential(g.model_file), upload(g, g.x), 2000, [](Evaluator&) {}, "v1");
 }
 
 // Recompute vs keep in fp32: on the CPU measured up to 5e-7 (bound 3e-6); on the H200 cuBLAS
@@ -414,60 +421,70 @@ TEST(Evaluator, TheMemoryModelBoundsTheMeasuredPeak) {
 constexpr double kFp32Contract =
     std::is_same_v<Kokkos::DefaultExecutionSpace::memory_space, Kokkos::HostSpace> ? 3e-6 : 1e-5;
 
+// Activations::recompute runs every layer's edge part twice (without autograd, then again in the
+// backward pass), in edge chunks (graph_chunk.hpp) when edge_chunk > 0: 0 = one chunk, 250 =
+// chunks of a few whole receivers, 1 = one receiver per chunk. The results may differ only
+// where gradients from different layers or chunks are summed in another order, i.e. by
+// rounding. Also with ghost rows (n_local < N), and in fp32 against fp32. prepare(ev): the
+// system inputs of a v2 model; upload_at(x): positions x and a new graph of them.
+template <class Prepare, class Upload>
+void check_recompute_matches_keep(const Potential& pot, int layers, const std::vector<double>& x, Prepare&& prepare,
+                                  Upload&& upload_at, const std::string& name) {
+  for (Precision p : {Precision::fp64, Precision::fp32}) {
+    for (int chunk : {0, 250, 1}) {
+      EvaluatorOptions keep_opt, recompute_opt;
+      keep_opt.precision = recompute_opt.precision = p;
+      keep_opt.activations = EvaluatorOptions::Activations::keep;
+      recompute_opt.activations = EvaluatorOptions::Activations::recompute;
+      recompute_opt.edge_chunk = chunk;
+      Evaluator keep(pot, keep_opt), recompute(pot, recompute_opt);
+      prepare(keep);
+      prepare(recompute);
+      auto d = upload_at(x);
+      const auto ro = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), d.graph.edges.recv_offsets);
+      const std::vector<int> offsets(ro.data(), ro.data() + ro.extent(0));
+      const long chunks =
+          chunk == 0 ? 1 : static_cast<long>(edgeframe::kk::chunk_receivers(offsets, chunk).size()) - 1;
+      for (int n_local : {d.graph.n_local, d.graph.n_local / 2}) {
+        d.graph.n_local = n_local;
+        const long before = recompute.layers_recomputed();
+        const auto a = run(keep, d), b = run(recompute, d);
+        // The recomputation did happen (identical results alone would not show it): once per
+        // layer and chunk.
+        EXPECT_EQ(recompute.layers_recomputed() - before, layers * chunks) << name << " chunk " << chunk;
+        EXPECT_EQ(keep.layers_recomputed(), 0) << name;
+        // fp32: chunks add their float aggregates in another order, and on a GPU cuBLAS picks
+        // other GEMM kernels (other reduction orders) for the chunks' shapes (kFp32Contract);
+        // a chunk lost or counted twice moves results by O(1).
+        const double tol = p == Precision::fp64 ? 1e-13 : kFp32Contract;
+        EXPECT_NEAR(b.energy, a.energy, tol * std::fabs(a.energy)) << name;
+        EXPECT_LT(rel_err(b.forces, a.forces), tol) << name << " chunk " << chunk << " n_local " << n_local;
+        EXPECT_LT(rel_err(std::vector<double>(b.virial.begin(), b.virial.end()),
+                          std::vector<double>(a.virial.begin(), a.virial.end())),
+                  tol)
+            << name;
+        EXPECT_LT(rel_err(b.atom_virial, a.atom_virial), tol) << name;
+        EXPECT_LT(rel_err(b.energies, a.energies), tol) << name;
+        std::printf(
+            "[ measured ] %s %s edge_chunk %d (%ld chunks) n_local %d: recompute vs keep max |dF| / max |F| = %.1e\n",
+            name.c_str(), to_string(p).c_str(), chunk, chunks, n_local, rel_err(b.forces, a.forces));
+      }
+      // The chunks were built once for this graph (two calls above), and again for a new one.
+      EXPECT_EQ(recompute.edge_chunk_builds(), chunk > 0 ? 1 : 0) << name;
+      const auto again = upload_at(x);
+      const auto c = run(recompute, again), k = run(keep, again);
+      EXPECT_EQ(recompute.edge_chunk_builds(), chunk > 0 ? 2 : 0) << name;
+      EXPECT_LT(rel_err(c.forces, k.forces), p == Precision::fp64 ? 1e-13 : kFp32Contract) << name << " new graph";
+    }
+  }
+}
+
 TEST(Evaluator, RecomputedEdgePartsGiveTheSameResults) {
-  // Activations::recompute runs every layer's edge part twice (without autograd, then again in the
-  // backward pass), in edge chunks (graph_chunk.hpp) when edge_chunk > 0: 0 = one chunk, 250 =
-  // chunks of a few whole receivers, 1 = one receiver per chunk. The results may differ only
-  // where gradients from different layers or chunks are summed in another order, i.e. by
-  // rounding. Also with ghost rows (n_local < N), and in fp32 against fp32.
   for (const char* name : {"triclinic_ccu16_L3m2", "diamond64_L2m1"}) {
     const Golden g = load_golden(name);
     const auto pot = read_potential(g.model_file);
-    for (Precision p : {Precision::fp64, Precision::fp32}) {
-      for (int chunk : {0, 250, 1}) {
-        EvaluatorOptions keep_opt, recompute_opt;
-        keep_opt.precision = recompute_opt.precision = p;
-        keep_opt.activations = EvaluatorOptions::Activations::keep;
-        recompute_opt.activations = EvaluatorOptions::Activations::recompute;
-        recompute_opt.edge_chunk = chunk;
-        Evaluator keep(pot, keep_opt), recompute(pot, recompute_opt);
-        auto d = upload(g, g.x);
-        const auto ro = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), d.graph.edges.recv_offsets);
-        const std::vector<int> offsets(ro.data(), ro.data() + ro.extent(0));
-        const long chunks =
-            chunk == 0 ? 1 : static_cast<long>(edgeframe::kk::chunk_receivers(offsets, chunk).size()) - 1;
-        for (int n_local : {d.graph.n_local, d.graph.n_local / 2}) {
-          d.graph.n_local = n_local;
-          const long before = recompute.layers_recomputed();
-          const auto a = run(keep, d), b = run(recompute, d);
-          // The recomputation did happen (identical results alone would not show it): once per
-          // layer and chunk.
-          EXPECT_EQ(recompute.layers_recomputed() - before, pot.config.layers * chunks) << name << " chunk " << chunk;
-          EXPECT_EQ(keep.layers_recomputed(), 0) << name;
-          // fp32: chunks add their float aggregates in another order, and on a GPU cuBLAS picks
-          // other GEMM kernels (other reduction orders) for the chunks' shapes (kFp32Contract);
-          // a chunk lost or counted twice moves results by O(1).
-          const double tol = p == Precision::fp64 ? 1e-13 : kFp32Contract;
-          EXPECT_NEAR(b.energy, a.energy, tol * std::fabs(a.energy)) << name;
-          EXPECT_LT(rel_err(b.forces, a.forces), tol) << name << " chunk " << chunk << " n_local " << n_local;
-          EXPECT_LT(rel_err(std::vector<double>(b.virial.begin(), b.virial.end()),
-                            std::vector<double>(a.virial.begin(), a.virial.end())),
-                    tol)
-              << name;
-          EXPECT_LT(rel_err(b.atom_virial, a.atom_virial), tol) << name;
-          EXPECT_LT(rel_err(b.energies, a.energies), tol) << name;
-          std::printf(
-              "[ measured ] %s %s edge_chunk %d (%ld chunks) n_local %d: recompute vs keep max |dF| / max |F| = %.1e\n",
-              name, to_string(p).c_str(), chunk, chunks, n_local, rel_err(b.forces, a.forces));
-        }
-        // The chunks were built once for this graph (two calls above), and again for a new one.
-        EXPECT_EQ(recompute.edge_chunk_builds(), chunk > 0 ? 1 : 0) << name;
-        const auto again = upload(g, g.x);
-        const auto c = run(recompute, again), k = run(keep, again);
-        EXPECT_EQ(recompute.edge_chunk_builds(), chunk > 0 ? 2 : 0) << name;
-        EXPECT_LT(rel_err(c.forces, k.forces), p == Precision::fp64 ? 1e-13 : kFp32Contract) << name << " new graph";
-      }
-    }
+    check_recompute_matches_keep(pot, pot.config.layers, g.x, [](Evaluator&) {},
+                                 [&](const std::vector<double>& x) { return upload(g, x); }, name);
   }
 }
 
@@ -613,28 +630,7 @@ TEST(Evaluator, EdgesBeyondTheCutoffAddNothing) {
 // The same for model v2 (ModelV2::memory_model), the shipped carbon v2 file on diamond 64.
 TEST(Evaluator, TheModelV2MemoryModelBoundsTheMeasuredPeak) {
   const V2Case c = carbon_v2_case("diamond64_L2m2");
-  const auto d = c.upload_at(c.g.x);
-  using A = EvaluatorOptions::Activations;
-  for (const Precision p : {Precision::fp64, Precision::fp32}) {
-    for (const auto& [activations, chunk] :
-         {std::pair{A::keep, 0}, std::pair{A::recompute, 0}, std::pair{A::recompute, 500}}) {
-      EvaluatorOptions opt;
-      opt.precision = p;
-      opt.activations = activations;
-      opt.edge_chunk = chunk;
-      Evaluator ev(c.pot, opt);
-      ev.set_system(c.system());
-      run(ev, d);  // warm: the workspace and torch's allocator settle
-      const profiling::MemoryTimeline t = profiling::memory_timeline_of([&] { run(ev, d); });
-      const double measured = double(t.peak) + double(ev.workspace_bytes());
-      const double model = ev.activation_plan().predicted_bytes;
-      std::printf("[ measured ] v2 %s %s: torch peak %.3f MiB + workspace %.3f MiB = %.3f MiB; model %.3f MiB (%.2fx)\n",
-                  to_string(p).c_str(), ev.activation_plan().describe().c_str(), t.peak / 1048576.0,
-                  ev.workspace_bytes() / 1048576.0, measured / 1048576.0, model / 1048576.0, model / measured);
-      EXPECT_GE(model, measured) << ev.activation_plan().describe();
-      EXPECT_LE(model, 1.5 * measured) << ev.activation_plan().describe();
-    }
-  }
+  check_memory_model_bounds(c.pot, c.upload_at(c.g.x), 500, [&](Evaluator& ev) { ev.set_system(c.system()); }, "v2");
 }
 
 // Model v2 under a memory budget (activations automatic): a budget between the all-recompute
@@ -665,38 +661,11 @@ TEST(Evaluator, AModelV2MemoryBudgetPicksThePlanAndKeepsTheResults) {
   }
 }
 
-// Model v2's recomputed edge parts, whole and in chunks (0: one chunk, 250: a few receivers, 1:
-// one receiver per chunk), give keep's results to rounding, with ghost rows too.
+// Model v2's recomputed edge parts, whole and in chunks, as v1's.
 TEST(Evaluator, ModelV2RecomputedEdgePartsGiveTheSameResults) {
   const V2Case c = carbon_v2_case("diamond64_L2m2");
-  for (const Precision p : {Precision::fp64, Precision::fp32}) {
-    const double tol = p == Precision::fp64 ? 1e-11 : kFp32Contract;
-    for (const int chunk : {0, 250, 1}) {
-      EvaluatorOptions keep_opt, recompute_opt;
-      keep_opt.precision = recompute_opt.precision = p;
-      keep_opt.activations = EvaluatorOptions::Activations::keep;
-      recompute_opt.activations = EvaluatorOptions::Activations::recompute;
-      recompute_opt.edge_chunk = chunk;
-      Evaluator keep(c.pot, keep_opt), recompute(c.pot, recompute_opt);
-      keep.set_system(c.system());
-      recompute.set_system(c.system());
-      auto d = c.upload_at(c.g.x);
-      const auto ro = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), d.graph.edges.recv_offsets);
-      const std::vector<int> offsets(ro.data(), ro.data() + ro.extent(0));
-      const long chunks =
-          chunk == 0 ? 1 : static_cast<long>(edgeframe::kk::chunk_receivers(offsets, chunk).size()) - 1;
-      for (int n_local : {d.graph.n_local, d.graph.n_local / 2}) {
-        d.graph.n_local = n_local;
-        const long before = recompute.layers_recomputed();
-        const auto a = run(keep, d), b = run(recompute, d);
-        EXPECT_EQ(recompute.layers_recomputed() - before, c.pot.v2.layers * chunks) << "chunk " << chunk;
-        EXPECT_NEAR(b.energy, a.energy, tol * std::fabs(a.energy)) << "chunk " << chunk;
-        EXPECT_LT(rel_err(b.forces, a.forces), tol) << "chunk " << chunk;
-        EXPECT_LT(rel_err(b.atom_virial, a.atom_virial), tol) << "chunk " << chunk;
-        EXPECT_LT(rel_err(b.energies, a.energies), tol) << "chunk " << chunk;
-      }
-    }
-  }
+  check_recompute_matches_keep(c.pot, c.pot.v2.layers, c.g.x, [&](Evaluator& ev) { ev.set_system(c.system()); },
+                               [&](const std::vector<double>& x) { return c.upload_at(x); }, "carbon v2");
 }
 
 // EvaluatorOptions::cuda_graph (step_graph.hpp). On CUDA the first step with a given graph and
