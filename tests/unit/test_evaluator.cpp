@@ -388,8 +388,8 @@ void check_memory_model_bounds(const Potential& pot, const DeviceInput& d, int c
                                const char* label) {
   using A = EvaluatorOptions::Activations;
   for (const Precision p : {Precision::fp64, Precision::fp32}) {
-    for (const auto& [activations, edge_chunk] :
-         {std::pair{A::keep, 0}, std::pair{A::recompute, 0}, std::pair{A::recompute, chunk}}) {
+    const std::pair<A, int> plans[] = {{A::keep, 0}, {A::recompute, 0}, {A::recompute, chunk}};
+    for (const auto& [activations, edge_chunk] : plans) {
       EvaluatorOptions opt;
       opt.precision = p;
       opt.activations = activations;
@@ -445,7 +445,8 @@ void check_recompute_matches_keep(const Potential& pot, int layers, const std::v
       const std::vector<int> offsets(ro.data(), ro.data() + ro.extent(0));
       const long chunks =
           chunk == 0 ? 1 : static_cast<long>(edgeframe::kk::chunk_receivers(offsets, chunk).size()) - 1;
-      for (int n_local : {d.graph.n_local, d.graph.n_local / 2}) {
+      const int n_locals[] = {d.graph.n_local, d.graph.n_local / 2};  // an array: nvcc's front end
+      for (int n_local : n_locals) {                                  // rejects a braced list here
         d.graph.n_local = n_local;
         const long before = recompute.layers_recomputed();
         const auto a = run(keep, d), b = run(recompute, d);
