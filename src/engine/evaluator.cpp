@@ -57,8 +57,8 @@ AtomGraph make_graph(const kk::PairList<Exec>& pairs, kk::Vec3View<const double,
 }
 
 void refresh_graph_shifts(AtomGraph& graph, const kk::PairList<Exec>& pairs) {
-  if (pairs.shift.extent(0) != 0 && graph.edges.n_edges > 0 && pairs.i.extent(0) * graph.edges.per_pair <
-                                                                      std::size_t(graph.edges.n_edges))
+  if (pairs.shift.extent(0) != 0 && graph.edges.n_edges > 0 &&
+      pairs.i.extent(0) * graph.edges.per_pair < std::size_t(graph.edges.n_edges))
     throw InputError("refresh_graph_shifts: " + std::to_string(pairs.i.extent(0)) + " pairs for a graph of " +
                      std::to_string(graph.edges.n_edges) + " edges (not the pairs it was built from)");
   kk::refresh_shifts(Exec(), graph.edges, pairs);
@@ -105,7 +105,7 @@ struct Evaluator::Impl {
   ActivationPlan plan;
   std::int64_t plan_edges = -1, plan_nodes = -1;
   long layers_recomputed = 0;  // edge parts run again in backward passes, over all compute() calls
-  impl::EdgeChunks chunks;  // of the last graph seen (recompute with edge_chunk > 0)
+  impl::EdgeChunks chunks;     // of the last graph seen (recompute with edge_chunk > 0)
   // The first layer rotates degree 0 only, the last aggregates degree 0 only, and both gate the
   // m = 0 rows only (make_so2_plans); EvaluatorOptions::trim_first_and_last_layers.
   bool trim_degrees;
@@ -438,9 +438,7 @@ std::size_t Evaluator::torch_device_peak_bytes() {
 #endif
 }
 long Evaluator::layers_recomputed() const { return m_v2 ? m_v2->layers_recomputed() : m_impl->layers_recomputed; }
-const ActivationPlan& Evaluator::activation_plan() const {
-  return m_v2 ? m_v2->activation_plan() : m_impl->plan;
-}
+const ActivationPlan& Evaluator::activation_plan() const { return m_v2 ? m_v2->activation_plan() : m_impl->plan; }
 bool Evaluator::trims_first_and_last_layers() const { return m_v2 ? false : m_impl->trim_degrees; }
 long Evaluator::edge_chunk_builds() const { return m_v2 ? m_v2->edge_chunk_builds() : m_impl->chunks.builds(); }
 long Evaluator::cuda_graph_captures() const { return m_v2 ? m_v2->cuda_graph_captures() : m_impl->graphed.captures(); }
@@ -495,8 +493,7 @@ Result Evaluator::compute(const AtomGraph& graph, kk::Vec3View<const double, Exe
     const bool recomputes = grad && m_impl->plan_for(graph.edges.n_edges, graph.edges.n_nodes).any_recomputed();
     // The graphed step has no timers (they fence), no exchange (it calls MPI from the host
     // between layers), no recomputation (its chunks are built on the host) and no roll (tests).
-    const bool graphed =
-        m_impl->cuda_graph && !what.times && !what.exchange && !recomputes && what.roll.extent(0) == 0;
+    const bool graphed = m_impl->cuda_graph && !what.times && !what.exchange && !recomputes && what.roll.extent(0) == 0;
     auto device_step = [&] { return m_impl->device_step(graph, positions, what, step); };
     res = graphed ? m_impl->graphed.run(graph, positions, what, device_step) : impl::finish(device_step());
   }

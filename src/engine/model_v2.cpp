@@ -74,9 +74,8 @@ ModelV2::ModelV2(const Potential& pot, const EvaluatorOptions& opt)
     throw InputError("precision tf32 needs the CUDA engine; this build (" + build_info().execution_space +
                      ") supports fp64 and fp32");
   for (const auto& [name, t] : pot.tensors)
-    m_tensors[name] = torch::from_blob(const_cast<double*>(t.values.data()), torch::IntArrayRef(t.shape),
-                                       torch::kFloat64)
-                          .clone();
+    m_tensors[name] =
+        torch::from_blob(const_cast<double*>(t.values.data()), torch::IntArrayRef(t.shape), torch::kFloat64).clone();
 }
 
 Tensor ModelV2::host(const std::string& name) const {
@@ -135,9 +134,9 @@ std::string ModelV2::set_system(const SystemInputs& in) {
   const int spin = in.spin_set ? in.spin : task->default_spin;
   std::vector<Tensor> parts = {charge_spin_embedding("charge", charge), charge_spin_embedding("spin", spin)};
   if (cfg.dataset_embedding) parts.push_back(host("system.dataset." + task->dataset_embedding));
-  const Tensor emb = F::silu(torch::addmm(host("system.mix.bias"), torch::cat(parts).unsqueeze(0),
-                                          host("system.mix.weight").t()))
-                         .squeeze(0);
+  const Tensor emb =
+      F::silu(torch::addmm(host("system.mix.bias"), torch::cat(parts).unsqueeze(0), host("system.mix.weight").t()))
+          .squeeze(0);
   const int Z = cfg.max_num_elements;
   Tensor counts = torch::zeros({Z}, torch::kFloat64);
   for (std::size_t z = 0; z < in.atoms_per_z.size(); ++z) {
@@ -291,8 +290,8 @@ Tensor ModelV2::balance(const Tensor& h, int n_owned, GlobalReduce* reduce) cons
     if (b <= a) continue;
     const Tensor x = out.select(1, 0).narrow(1, a, b - a);  // [N, b - a]
     const Tensor owned = x.narrow(0, 0, n_owned);
-    const Tensor total = reduce ? GlobalRowSum::apply(owned, reinterpret_cast<std::int64_t>(t_reduce_calls))
-                                : owned.sum(0);
+    const Tensor total =
+        reduce ? GlobalRowSum::apply(owned, reinterpret_cast<std::int64_t>(t_reduce_calls)) : owned.sum(0);
     const Tensor corr = (total - target) / m_total_atoms;
     const Tensor l0 = out.select(1, 0);
     const Tensor new_l0 = torch::cat({l0.narrow(1, 0, a), x - corr, l0.narrow(1, b, l0.size(1) - b)}, 1);
@@ -355,13 +354,13 @@ Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec>
   const bool grad = what.forces || what.virial || what.atom_virial;
   const bool recomputes = grad && plan_for(graph.edges.n_edges, graph.edges.n_nodes).any_recomputed();
   const bool reduces = what.reduce && balanced_ranges() > 0;
-  const bool graphed = m_cuda_graph && !what.times && !what.exchange && !reduces && !recomputes && what.roll.extent(0) == 0;
+  const bool graphed =
+      m_cuda_graph && !what.times && !what.exchange && !reduces && !recomputes && what.roll.extent(0) == 0;
   auto step = [&] { return device_step(graph, positions, what); };
   return graphed ? m_graphed.run(graph, positions, what, step) : finish(step());
 }
 
-DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions,
-                                const What& what) {
+DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const double, Exec> positions, const What& what) {
   const ModelConfigV2& cfg = m_cfg;
   const auto& g = graph.edges;
   const int N = g.n_nodes, E = g.n_edges, L = cfg.lmax, M = cfg.mmax, C = cfg.channels, H = cfg.hidden_channels;
@@ -419,8 +418,8 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
   Tensor h = torch::cat({h0.unsqueeze(1), torch::zeros({N, D - 1, C}, opts)}, 1);
   {  // edge-degree embedding: m = 0 coefficients of every degree from a radial MLP, unrotated
     const Tensor a = radial_hidden(m_degree_radial, gauss, z_send, z_recv);
-    const Tensor rad = torch::addmm(m_degree_radial.b2, a, m_degree_radial.w2.t()).view({E, L + 1, C}) /
-                       cfg.edge_degree_rescale;
+    const Tensor rad =
+        torch::addmm(m_degree_radial.b2, a, m_degree_radial.w2.t()).view({E, L + 1, C}) / cfg.edge_degree_rescale;
     h = h + unrotate_aggregate(rad, m0_band(band, L, M), env, step, BandPart{L, 0});
   }
   const int rows = kk::band_rows(L, M);
@@ -480,9 +479,9 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
         const auto [e0, e1] = chunk_edges[k];
         edge_parts.push_back(
             edge_part(t, chunk_steps[k], z_send.narrow(0, e0, e1 - e0), z_recv.narrow(0, e0, e1 - e0)));
-        const Tensor part = recomputed_layer(edge_parts.back(), n, band.narrow(0, e0, e1 - e0),
-                                             gauss.narrow(0, e0, e1 - e0), env.narrow(0, e0, e1 - e0),
-                                             m_layers_recomputed);
+        const Tensor part =
+            recomputed_layer(edge_parts.back(), n, band.narrow(0, e0, e1 - e0), gauss.narrow(0, e0, e1 - e0),
+                             env.narrow(0, e0, e1 - e0), m_layers_recomputed);
         messages = messages.defined() ? messages + part : part;
       }
     }

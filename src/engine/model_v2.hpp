@@ -30,7 +30,7 @@ class ModelV2 {
   const ModelConfigV2& config_v2() const { return m_cfg; }
   Precision precision() const { return m_precision; }
   const Workspace& workspace() const { return m_workspace; }
-  long layers_recomputed() const { return m_layers_recomputed; }  // edge parts run again (recomputed layers)
+  long layers_recomputed() const { return m_layers_recomputed; }    // edge parts run again (recomputed layers)
   const ActivationPlan& activation_plan() const { return m_plan; }  // of the last step with forces
   MemoryModel memory_model() const;
   long edge_chunk_builds() const { return m_chunks.builds(); }
@@ -38,7 +38,7 @@ class ModelV2 {
   long cuda_graph_replays() const { return m_graphed.replays(); }
 
  private:
-  struct Radial {  // Linear, LayerNorm, SiLU, Linear, LayerNorm, SiLU, (Linear: w2, b2)
+  struct Radial {                                  // Linear, LayerNorm, SiLU, Linear, LayerNorm, SiLU, (Linear: w2, b2)
     torch::Tensor w0_gauss, table_src, table_tgt;  // first linear split: [Ce, G], [Z, Ce] x2 (bias in table_src)
     torch::Tensor ln0_w, ln0_b, w1, b1, ln1_w, ln1_b, w2, b2;
   };
@@ -49,8 +49,8 @@ class ModelV2 {
     torch::Tensor ffn_wg, ffn_bg, ffn_w1, ffn_b1, ffn_w2, ffn_b2;
   };
 
-  torch::Tensor host(const std::string& name) const;     // a file tensor, double, CPU
-  torch::Tensor dev(const torch::Tensor& t) const;       // to the compute device and dtype
+  torch::Tensor host(const std::string& name) const;  // a file tensor, double, CPU
+  torch::Tensor dev(const torch::Tensor& t) const;    // to the compute device and dtype
   Radial make_radial(const std::string& prefix) const;
   torch::Tensor radial_hidden(const Radial& r, const torch::Tensor& gauss, const torch::Tensor& z_send,
                               const torch::Tensor& z_recv) const;
@@ -71,11 +71,11 @@ class ModelV2 {
   ActivationPlan m_plan;                        // plan_for's, made again when the graph's size changes
   std::int64_t m_plan_edges = -1, m_plan_nodes = -1;
   const ActivationPlan& plan_for(std::int64_t E, std::int64_t N);
-  bool m_cuda_graph = false;     // EvaluatorOptions::cuda_graph
-  int m_edge_chunk = 0;          // EvaluatorOptions::edge_chunk (activations recompute)
-  EdgeChunks m_chunks;           // of the last graph seen (edge_chunk > 0)
-  GraphedSteps m_graphed;        // reset by set_system: a captured step reads the merged weights
-  long m_layers_recomputed = 0;  // recomputed_layer's count, over all steps
+  bool m_cuda_graph = false;                       // EvaluatorOptions::cuda_graph
+  int m_edge_chunk = 0;                            // EvaluatorOptions::edge_chunk (activations recompute)
+  EdgeChunks m_chunks;                             // of the last graph seen (edge_chunk > 0)
+  GraphedSteps m_graphed;                          // reset by set_system: a captured step reads the merged weights
+  long m_layers_recomputed = 0;                    // recomputed_layer's count, over all steps
   std::map<std::string, torch::Tensor> m_tensors;  // every file tensor, double, CPU
   // Set by set_system: the merged layers and what the system inputs select.
   bool m_system_set = false;

@@ -164,8 +164,7 @@ torch::Tensor rms_norm(const torch::Tensor& h, const torch::Tensor& scale, int l
 // fairchem's rms_norm_sh (rms_norm_sh.hpp): h [N, (lmax+1)^2, C], w [lmax+1, C], b [C] ->
 // degree 0 centred over channels, every row scaled by one degree-balanced rms per node and by
 // w of its degree, b added to degree 0; statistics in double for every dtype.
-torch::Tensor rms_norm_sh(const torch::Tensor& h, const torch::Tensor& w, const torch::Tensor& b, int lmax,
-                          double eps);
+torch::Tensor rms_norm_sh(const torch::Tensor& h, const torch::Tensor& w, const torch::Tensor& b, int lmax, double eps);
 
 // LayerNorm + SiLU of each row (layer_norm_silu.hpp): a [E, H] -> silu(LayerNorm(x) w + b),
 // x = a + table_src[row_send] + table_tgt[row_recv] where the tables are defined (model v2's

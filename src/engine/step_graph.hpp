@@ -108,7 +108,7 @@ class StepGraph {
 
 // The device part of a step (what a CUDA graph can hold) and the host part after it.
 struct DeviceStep {
-  Result res;                          // views only; energy and virial are filled by finish()
+  Result res;                            // views only; energy and virial are filled by finish()
   kk::View1<double, bridge::Exec> sums;  // [10]: virial (9), energy
   bool grad = false;
   int n_local = 0;
@@ -129,13 +129,20 @@ class GraphedSteps {
     if (!m_graph) m_graph = std::make_unique<StepGraph<DeviceStep>>();
     const auto& g = graph.edges;
     auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
-    const typename StepGraph<DeviceStep>::Key key = {
-        address(g.recv.data()),         address(g.send.data()),         address(g.shift.data()),
-        address(g.recv_offsets.data()), address(g.send_offsets.data()), address(g.send_edges.data()),
-        address(graph.species.data()),  address(positions.data()),      std::uintptr_t(g.n_nodes),
-        std::uintptr_t(g.n_edges),      std::uintptr_t(graph.n_local),
-        std::uintptr_t(what.forces) | std::uintptr_t(what.energies) << 1 | std::uintptr_t(what.virial) << 2 |
-            std::uintptr_t(what.atom_virial) << 3};
+    const typename StepGraph<DeviceStep>::Key key = {address(g.recv.data()),
+                                                     address(g.send.data()),
+                                                     address(g.shift.data()),
+                                                     address(g.recv_offsets.data()),
+                                                     address(g.send_offsets.data()),
+                                                     address(g.send_edges.data()),
+                                                     address(graph.species.data()),
+                                                     address(positions.data()),
+                                                     std::uintptr_t(g.n_nodes),
+                                                     std::uintptr_t(g.n_edges),
+                                                     std::uintptr_t(graph.n_local),
+                                                     std::uintptr_t(what.forces) | std::uintptr_t(what.energies) << 1 |
+                                                         std::uintptr_t(what.virial) << 2 |
+                                                         std::uintptr_t(what.atom_virial) << 3};
     m_graph_held = graph;
     m_positions_held = positions;
     return finish(m_graph->run(key, device_step));

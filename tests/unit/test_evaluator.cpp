@@ -367,7 +367,8 @@ struct V2Case {
   }
 };
 V2Case carbon_v2_case(const char* golden) {
-  V2Case c{read_potential(std::string(EDGEFRAME_POTENTIALS_DIR) + "/C-diamond-v2.safetensors"), load_golden(golden), {}};
+  V2Case c{
+      read_potential(std::string(EDGEFRAME_POTENTIALS_DIR) + "/C-diamond-v2.safetensors"), load_golden(golden), {}};
   if (c.pot.format_version != kFormatVersionV2) throw std::runtime_error("C-diamond-v2 is not a v2 file");
   c.carbon.assign(c.g.species.size(), 5);
   return c;
@@ -401,8 +402,8 @@ void check_memory_model_bounds(const Potential& pot, const DeviceInput& d, int c
       const double measured = double(t.peak) + double(ev.workspace_bytes());
       const double model = ev.activation_plan().predicted_bytes;
       std::printf(
-          "[ measured ] %s %s %s: torch peak %.3f MiB + workspace %.3f MiB = %.3f MiB; model %.3f MiB (%.2fx)\n",
-          label, to_string(p).c_str(), ev.activation_plan().describe().c_str(), t.peak / 1048576.0,
+          "[ measured ] %s %s %s: torch peak %.3f MiB + workspace %.3f MiB = %.3f MiB; model %.3f MiB (%.2fx)\n", label,
+          to_string(p).c_str(), ev.activation_plan().describe().c_str(), t.peak / 1048576.0,
           ev.workspace_bytes() / 1048576.0, measured / 1048576.0, model / 1048576.0, model / measured);
       EXPECT_GE(model, measured) << label << " " << ev.activation_plan().describe();
       EXPECT_LE(model, 1.5 * measured) << label << " " << ev.activation_plan().describe();
@@ -412,7 +413,8 @@ void check_memory_model_bounds(const Potential& pot, const DeviceInput& d, int c
 
 TEST(Evaluator, TheMemoryModelBoundsTheMeasuredPeak) {
   const Golden g = load_golden("diamond64_L3m2");
-  check_memory_model_bounds(read_potential(g.model_file), upload(g, g.x), 2000, [](Evaluator&) {}, "v1");
+  check_memory_model_bounds(
+      read_potential(g.model_file), upload(g, g.x), 2000, [](Evaluator&) {}, "v1");
 }
 
 // Recompute vs keep in fp32: on the CPU measured up to 5e-7 (bound 3e-6); on the H200 cuBLAS
@@ -443,8 +445,7 @@ void check_recompute_matches_keep(const Potential& pot, int layers, const std::v
       auto d = upload_at(x);
       const auto ro = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), d.graph.edges.recv_offsets);
       const std::vector<int> offsets(ro.data(), ro.data() + ro.extent(0));
-      const long chunks =
-          chunk == 0 ? 1 : static_cast<long>(edgeframe::kk::chunk_receivers(offsets, chunk).size()) - 1;
+      const long chunks = chunk == 0 ? 1 : static_cast<long>(edgeframe::kk::chunk_receivers(offsets, chunk).size()) - 1;
       const int n_locals[] = {d.graph.n_local, d.graph.n_local / 2};  // an array: nvcc's front end
       for (int n_local : n_locals) {                                  // rejects a braced list here
         d.graph.n_local = n_local;
@@ -484,8 +485,9 @@ TEST(Evaluator, RecomputedEdgePartsGiveTheSameResults) {
   for (const char* name : {"triclinic_ccu16_L3m2", "diamond64_L2m1"}) {
     const Golden g = load_golden(name);
     const auto pot = read_potential(g.model_file);
-    check_recompute_matches_keep(pot, pot.config.layers, g.x, [](Evaluator&) {},
-                                 [&](const std::vector<double>& x) { return upload(g, x); }, name);
+    check_recompute_matches_keep(
+        pot, pot.config.layers, g.x, [](Evaluator&) {}, [&](const std::vector<double>& x) { return upload(g, x); },
+        name);
   }
 }
 
@@ -631,7 +633,8 @@ TEST(Evaluator, EdgesBeyondTheCutoffAddNothing) {
 // The same for model v2 (ModelV2::memory_model), the shipped carbon v2 file on diamond 64.
 TEST(Evaluator, TheModelV2MemoryModelBoundsTheMeasuredPeak) {
   const V2Case c = carbon_v2_case("diamond64_L2m2");
-  check_memory_model_bounds(c.pot, c.upload_at(c.g.x), 500, [&](Evaluator& ev) { ev.set_system(c.system()); }, "v2");
+  check_memory_model_bounds(
+      c.pot, c.upload_at(c.g.x), 500, [&](Evaluator& ev) { ev.set_system(c.system()); }, "v2");
 }
 
 // Model v2 under a memory budget (activations automatic): a budget between the all-recompute
@@ -665,8 +668,9 @@ TEST(Evaluator, AModelV2MemoryBudgetPicksThePlanAndKeepsTheResults) {
 // Model v2's recomputed edge parts, whole and in chunks, as v1's.
 TEST(Evaluator, ModelV2RecomputedEdgePartsGiveTheSameResults) {
   const V2Case c = carbon_v2_case("diamond64_L2m2");
-  check_recompute_matches_keep(c.pot, c.pot.v2.layers, c.g.x, [&](Evaluator& ev) { ev.set_system(c.system()); },
-                               [&](const std::vector<double>& x) { return c.upload_at(x); }, "carbon v2");
+  check_recompute_matches_keep(
+      c.pot, c.pot.v2.layers, c.g.x, [&](Evaluator& ev) { ev.set_system(c.system()); },
+      [&](const std::vector<double>& x) { return c.upload_at(x); }, "carbon v2");
 }
 
 // EvaluatorOptions::cuda_graph (step_graph.hpp). On CUDA the first step with a given graph and
@@ -734,8 +738,8 @@ void check_cuda_graph_replays(const Potential& pot, const std::vector<double>& x
 
 TEST(Evaluator, ACudaGraphReplaysTheStepWhileItsInputsStayPut) {
   const Golden g = load_golden("triclinic_ccu16_L3m2");
-  check_cuda_graph_replays(read_potential(g.model_file), g.x, [](Evaluator&) {},
-                           [&](const std::vector<double>& x) { return upload(g, x); });
+  check_cuda_graph_replays(
+      read_potential(g.model_file), g.x, [](Evaluator&) {}, [&](const std::vector<double>& x) { return upload(g, x); });
 }
 
 // Model v2 (the shipped carbon potential on a rattled diamond box): the same replays; a new
@@ -746,7 +750,8 @@ TEST(Evaluator, ACudaGraphReplaysAModelV2StepUntilTheSystemChanges) {
   const Potential& pot = c.pot;
   auto upload_at = [&](const std::vector<double>& x) { return c.upload_at(x); };
   auto system = [&](int charge) { return c.system(charge); };
-  check_cuda_graph_replays(pot, c.g.x, [&](Evaluator& ev) { ev.set_system(system(0)); }, upload_at);
+  check_cuda_graph_replays(
+      pot, c.g.x, [&](Evaluator& ev) { ev.set_system(system(0)); }, upload_at);
 
   const bool device = !std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
   EvaluatorOptions options{Precision::fp64};
