@@ -3,17 +3,41 @@
 // (graph_chunk.hpp), so that a recomputed layer's edge part runs one chunk at a time.
 #pragma once
 
+#include <deque>
 #include <utility>
 #include <vector>
 
 #include "bridge.hpp"
 #include "graph.hpp"
 #include "graph_chunk.hpp"
+#include "ops.hpp"
 
 namespace edgeframe::impl {
 
 class EdgeChunks {
  public:
+  // The step contexts of a step whose layers are recomputed, over step.graph: with
+  // 0 < edge_chunk < n_edges one per chunk (the chunk's graph, the rest as step's), else one for
+  // the whole graph; ranges gets each one's [e0, e1). A deque: recomputed_layer keeps the
+  // contexts' addresses until the backward pass.
+  void step_contexts(const bridge::Exec& exec, const StepContext& step, int edge_chunk,
+                     std::deque<StepContext>& contexts, std::vector<std::pair<int, int>>& ranges) {
+    const int E = step.graph.n_edges;
+    if (edge_chunk > 0 && edge_chunk < E) {
+      update(exec, step.graph, edge_chunk);
+      ranges = m_edges;
+      for (const auto& cg : m_graphs) {
+        contexts.push_back(step);
+        contexts.back().graph = cg;
+      }
+    } else {
+      ranges.emplace_back(0, E);
+      contexts.push_back(step);
+    }
+  }
+  long builds() const { return m_builds; }  // chunk sets made (tests: once per graph)
+
+ private:
   // The chunks of g, rebuilt only when the graph or the chunk size changes. The key holds the
   // graph's recv_offsets view: while held, its allocation cannot be reused by a newer graph, so
   // an equal pointer means the same graph (graphs are built once per neighbour-list rebuild,
@@ -34,11 +58,6 @@ class EdgeChunks {
     }
     ++m_builds;
   }
-  const std::vector<std::pair<int, int>>& edges() const { return m_edges; }  // [e0, e1) per chunk
-  const std::vector<kk::Graph<bridge::Exec>>& graphs() const { return m_graphs; }
-  long builds() const { return m_builds; }  // chunk sets made (tests: once per graph)
-
- private:
   kk::View1<int, bridge::Exec> m_key;
   int m_n_edges = -1, m_edge_chunk = -1;
   std::vector<std::pair<int, int>> m_edges;

@@ -125,8 +125,6 @@ struct Evaluator::Impl {
         dtype(opt.precision == Precision::fp64 ? torch::kFloat64 : torch::kFloat32),
         workspace(opt.poison_scratch || debug_poison_scratch()) {
     if (cfg.lmax > kk::kMaxL) throw InputError("potential " + pot.path + ": lmax exceeds the compiled maximum");
-    if (opt.memory_budget < 0) throw InputError("Evaluator: memory_budget must be >= 0 bytes");
-    if (opt.edge_chunk < 0) throw InputError("Evaluator: edge_chunk must be >= 0");
     if (precision == Precision::tf32 && !tf32_available())
       throw InputError("precision tf32 needs the CUDA engine; this build (" + build_info().execution_space +
                        ") supports fp64 and fp32");
@@ -241,8 +239,8 @@ struct Evaluator::Impl {
       m.kept_per_edge.push_back(vb * (radial + z + messages));
       m.backward_per_edge.push_back(vb * (radial + std::max(z + messages, pack_grads)));
     }
-    const double band = kk::band_size(L, cfg.mmax), n_rbf = cfg.n_rbf;
-    const double workspace_per_edge = 1.125 * (2 * 3 * 8.0 + 4.0 * band * vb + n_rbf * (vb + 8.0) + vb + 8.0);
+    const double band = kk::band_size(L, cfg.mmax);
+    const double workspace_per_edge = workspace_bytes_per_edge(band, vb, cfg.n_rbf);
     // torch's band gradient: the sum autograd accumulates and the two parts each layer's backward
     // adds to it (pack and unrotate); the m = 0 band rows of the first and last layers.
     m.persistent_per_edge = vb * (3.0 * band + 2.0 * D) + 3.0 * 8.0 + workspace_per_edge;
@@ -405,6 +403,8 @@ struct Evaluator::Impl {
 };
 
 Evaluator::Evaluator(const Potential& potential, EvaluatorOptions options) {
+  if (options.memory_budget < 0) throw InputError("Evaluator: memory_budget must be >= 0 bytes");
+  if (options.edge_chunk < 0) throw InputError("Evaluator: edge_chunk must be >= 0");
   // Model v2 (format_version 2) runs on its own implementation (model_v2.hpp); v1 stays here
   // until the shipped potentials are v2 (issue 25).
   if (potential.format_version == kFormatVersionV2) {
@@ -569,19 +569,7 @@ impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph, kk::Vec3Vi
   const int edge_chunk = plan.edge_chunk;
   std::deque<impl::StepContext> chunk_steps;
   std::vector<std::pair<int, int>> chunk_edges;  // [e0, e1) per chunk
-  if (recompute) {
-    if (edge_chunk > 0 && edge_chunk < E) {
-      m.chunks.update(exec, g, edge_chunk);
-      chunk_edges = m.chunks.edges();
-      for (const auto& cg : m.chunks.graphs()) {
-        chunk_steps.push_back(step);
-        chunk_steps.back().graph = cg;
-      }
-    } else {  // one chunk: the whole graph
-      chunk_edges.emplace_back(0, E);
-      chunk_steps.push_back(step);
-    }
-  }
+  if (recompute) m.chunks.step_contexts(exec, step, edge_chunk, chunk_steps, chunk_edges);
   std::deque<impl::LayerFn> chunk_fns;
   const int last = cfg.layers - 1;
   for (int t = 0; t < cfg.layers; ++t) {

@@ -37,6 +37,14 @@ struct ActivationPlan {
   std::string describe() const;  // e.g. "keep", "recompute layers 1,2", "recompute all in chunks of 262144 edges"
 };
 
+// Bytes per edge of the Kokkos workspace's edge slots (workspace.hpp; both model families): edge
+// vectors and dE/dr_e in double, the band and its three derivatives, n_rbf radial values with
+// their double derivatives and the envelope with its double derivative, in value_bytes unless
+// said; grown by 1/8 as Workspace grows them.
+inline double workspace_bytes_per_edge(double band_size, double value_bytes, int n_rbf) {
+  return 1.125 * (2 * 3 * 8.0 + 4.0 * band_size * value_bytes + n_rbf * (value_bytes + 8.0) + value_bytes + 8.0);
+}
+
 // The model's peak for a plan. The backward pass runs from the last layer to the first: while
 // layer t's backward runs, the layers below it still hold what they keep and the layers above
 // have let theirs go; a recomputed layer holds one chunk's worth while its chunk runs again.

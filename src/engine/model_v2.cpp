@@ -68,7 +68,6 @@ ModelV2::ModelV2(const Potential& pot, const EvaluatorOptions& opt)
       m_memory_budget(opt.memory_budget),
       m_cuda_graph(opt.cuda_graph),
       m_edge_chunk(opt.edge_chunk) {
-  if (opt.edge_chunk < 0) throw InputError("Evaluator: edge_chunk must be >= 0");
   if (m_cfg.lmax > kk::kMaxL) throw InputError("potential " + pot.path + ": lmax exceeds the compiled maximum");
   if (m_precision == Precision::tf32 && !tf32_available())
     throw InputError("precision tf32 needs the CUDA engine; this build (" + build_info().execution_space +
@@ -323,7 +322,8 @@ MemoryModel ModelV2::memory_model() const {
     m.backward_per_edge.push_back(vb * (radial + std::max(z + messages, pack_grads)));
   }
   const double band = kk::band_size(L, M);
-  const double workspace_per_edge = 1.125 * (2 * 3 * 8.0 + 4.0 * band * vb + vb + 8.0);
+  // n_rbf 1: the step's edge geometry makes one (unused) radial value per edge (device_step).
+  const double workspace_per_edge = workspace_bytes_per_edge(band, vb, 1);
   const double edge_degree = 2.0 * Ce + (L + 1) * C, gaussians = 3.0 * cfg.num_gaussians;
   m.persistent_per_edge =
       vb * (3.0 * band + 2.0 * D + edge_degree + gaussians) + 3.0 * 8.0 + 2 * 4.0 + workspace_per_edge;
@@ -451,19 +451,7 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
   const bool recompute = grad && E > 0 && plan.any_recomputed();
   std::deque<StepContext> chunk_steps;
   std::vector<std::pair<int, int>> chunk_edges;
-  if (recompute) {
-    if (plan.edge_chunk > 0 && plan.edge_chunk < E) {
-      m_chunks.update(exec, g, plan.edge_chunk);
-      chunk_edges = m_chunks.edges();
-      for (const auto& cg : m_chunks.graphs()) {
-        chunk_steps.push_back(step);
-        chunk_steps.back().graph = cg;
-      }
-    } else {
-      chunk_edges.emplace_back(0, E);
-      chunk_steps.push_back(step);
-    }
-  }
+  if (recompute) m_chunks.step_contexts(exec, step, plan.edge_chunk, chunk_steps, chunk_edges);
   std::deque<LayerFn> edge_parts;
   for (int t = 0; t < cfg.layers; ++t) {
     const Layer& lw = m_layers[t];
