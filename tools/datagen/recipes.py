@@ -314,7 +314,33 @@ def copper():
          ("fcc", "111", O111, (1, 2, 2), dict(spacing=SPACING111)),
          ("bcc", "100", O100, (3, 3, 3), {}), ("bcc", "110", O110, (2, 2, 3), {})],
         dimers=[1.9, 2.1, 2.3, 2.6, 3.0, 3.5, 4.0, 4.5, 5.0, 5.4], fault=(1, 2, 3))
+    # Added after those (issue #25): the generalised stacking-fault line, appended last so that
+    # every earlier recipe keeps its seed.
+    stacking_fault_line(b)
     return b.recipes
+
+
+def stacking_fault_line(b):
+    """Append the family 'fault' to builder b: fcc (111) cells whose c vector is tilted along
+    [11-2] by a fraction f of the Shockley partial b_p = a / sqrt(6), atoms relaxed along z only.
+    f = 1 is the intrinsic stacking fault (44.5 mJ/m^2 for Mishin EAM1, which the 'relaxed'
+    family holds in one 9-layer cell); 0.5 the unstable fault between it and the perfect
+    crystal; 2 puts the layers across the boundary on top of each other. The fault energy is
+    1.7 meV/atom in a 9-layer cell, below the potentials' energy error on the other families,
+    so the line gives those differences frames of their own: shifts in train, val and test,
+    and the intrinsic fault in an 18-layer cell too (the same energy per area at half the
+    energy per atom)."""
+    a = A0["fcc"]
+    bp = a / 6 ** 0.5
+    static = lambda perturb, **kw: dict(kind="static", perturb=perturb, **kw)  # noqa
+    cells = [(0.25, (1, 2, 3), "train"), (0.5, (1, 2, 3), "train"), (0.75, (1, 2, 3), "val"),
+             (1.25, (1, 2, 3), "test"), (1.5, (1, 2, 3), "train"), (2.0, (1, 2, 3), "train"),
+             (1.0, (1, 2, 6), "train"), (0.5, (1, 2, 6), "test")]
+    for f, reps, split in cells:
+        s = dict(kind="bulk", lattice="fcc", a=a, reps=reps, orient=O111, spacing=SPACING111,
+                 fault_yz=round(f * bp, 10))
+        b.add("fault", f"fcc111_shift{f}_layers{3 * reps[2]}", s,
+              static([{}, {"rattle": 0.005}, {"rattle": 0.02}], relax=True, relax_z=True), split)
 
 
 RECIPES = {"C": carbon, "Cu": copper}
