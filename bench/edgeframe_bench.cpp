@@ -6,7 +6,7 @@
 // kernel does arithmetic worth counting, the FLOP rate. The time not spent in Kokkos kernels is
 // LibTorch (GEMMs, activations, autograd bookkeeping).
 //
-//   edgeframe_bench [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32]
+//   edgeframe_bench [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32|bf16|tf32x3]
 //                   [--activations auto|keep|recompute [--edge-chunk N]] [--memory-budget GB]
 //                   [--forces-out PREFIX] [--torch-profile [--trace FILE]] [--memory-profile]
 // The step time is measured twice: without fences (what a run sees) and with a fence around each
@@ -506,7 +506,7 @@ int main(int argc, char** argv) {
       }
     } else if (arg != "--kokkos-num-threads" && arg.rfind("--kokkos", 0) != 0) {
       std::fprintf(stderr,
-                   "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32] "
+                   "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32|bf16|tf32x3] "
                    "[--activations auto|keep|recompute [--edge-chunk N]] [--memory-budget GB] [--forces-out PREFIX] "
                    "[--torch-profile [--trace FILE]] [--memory-profile]\n"
                    "       %s --case FILE --potential FILE [--precision P] [--activations A] [--memory-budget GB] "

@@ -37,10 +37,29 @@ Precision parse_precision(const std::string& name) {
   if (name == "fp64") return Precision::fp64;
   if (name == "fp32") return Precision::fp32;
   if (name == "tf32") return Precision::tf32;
-  throw InputError("unknown precision '" + name + "' (valid: fp64, fp32, tf32)");
+  if (name == "bf16") return Precision::bf16;
+  if (name == "tf32x3") return Precision::tf32x3;
+  throw InputError("unknown precision '" + name + "' (valid: fp64, fp32, tf32, bf16, tf32x3)");
 }
 
-std::string to_string(Precision p) { return p == Precision::fp64 ? "fp64" : p == Precision::fp32 ? "fp32" : "tf32"; }
+std::string to_string(Precision p) {
+  switch (p) {
+    case Precision::fp64: return "fp64";
+    case Precision::fp32: return "fp32";
+    case Precision::tf32: return "tf32";
+    case Precision::bf16: return "bf16";
+    case Precision::tf32x3: return "tf32x3";
+  }
+  return "?";
+}
+
+bool precision_needs_cuda(Precision p) { return p != Precision::fp64 && p != Precision::fp32; }
+
+void require_precision_available(Precision p) {
+  if (precision_needs_cuda(p) && !tf32_available())
+    throw InputError("precision " + to_string(p) + " needs the CUDA engine; this build (" +
+                     build_info().execution_space + ") supports fp64 and fp32");
+}
 
 AtomGraph make_graph(const kk::PairList<Exec>& pairs, kk::Vec3View<const double, Exec> positions,
                      kk::View1<const int, Exec> species, int n_local, double cutoff) {
@@ -125,9 +144,7 @@ struct Evaluator::Impl {
         dtype(opt.precision == Precision::fp64 ? torch::kFloat64 : torch::kFloat32),
         workspace(opt.poison_scratch || debug_poison_scratch()) {
     if (cfg.lmax > kk::kMaxL) throw InputError("potential " + pot.path + ": lmax exceeds the compiled maximum");
-    if (precision == Precision::tf32 && !tf32_available())
-      throw InputError("precision tf32 needs the CUDA engine; this build (" + build_info().execution_space +
-                       ") supports fp64 and fp32");
+    require_precision_available(precision);
     // Stored values widened to double exactly, then cast once to the compute dtype.
     auto w = [&](const std::string& name) {
       const TensorData& t = pot.tensor(name);
@@ -314,23 +331,23 @@ struct Evaluator::Impl {
   Tensor feed_forward_l0(const LayerWeights& lw, const Tensor& h) const {
     const Tensor h0 = h.narrow(1, 0, 1);
     const Tensor n0 = rms_norm_eq(h, lw.ffn_scale.narrow(0, 0, 1), 0);
-    const Tensor a = F::silu(n0.matmul(lw.ffn_w1[0].t()) + lw.ffn_b1);
-    return h0 + (a.matmul(lw.ffn_w2[0].t()) + lw.ffn_b2);
+    const Tensor a = F::silu(impl::gemm_linear(n0, lw.ffn_w1[0], lw.ffn_b1));
+    return h0 + impl::gemm_linear(a, lw.ffn_w2[0], lw.ffn_b2);
   }
 
   Tensor feed_forward(const LayerWeights& lw, const Tensor& h) const {
     const int L = cfg.lmax, N = static_cast<int>(h.size(0));
     const Tensor n = rms_norm_eq(h, lw.ffn_scale, L);
-    const Tensor q = torch::sigmoid(torch::addmm(lw.ffn_bg, n.select(1, 0), lw.ffn_wg.t())).reshape({N, L, -1});
+    const Tensor q = torch::sigmoid(impl::gemm_linear(n.select(1, 0), lw.ffn_wg, lw.ffn_bg)).reshape({N, L, -1});
     std::vector<Tensor> out;
     for (int l = 0; l <= L; ++l) {
-      Tensor a = n.narrow(1, l * l, 2 * l + 1).matmul(lw.ffn_w1[l].t());
+      Tensor a = impl::gemm_linear(n.narrow(1, l * l, 2 * l + 1), lw.ffn_w1[l]);
       if (l == 0) {
         a = F::silu(a + lw.ffn_b1);
-        out.push_back(a.matmul(lw.ffn_w2[l].t()) + lw.ffn_b2);
+        out.push_back(impl::gemm_linear(a, lw.ffn_w2[l], lw.ffn_b2));
       } else {
         a = a * q.narrow(1, l - 1, 1);
-        out.push_back(a.matmul(lw.ffn_w2[l].t()));
+        out.push_back(impl::gemm_linear(a, lw.ffn_w2[l]));
       }
     }
     return torch::cat(out, 1);
@@ -349,11 +366,15 @@ struct Evaluator::Impl {
     const bool m0_part = cfg.mmax > 0 && (parts.pack.mmax == 0 || parts.unrotate.mmax == 0);
     const Tensor band_m0 = m0_part ? impl::m0_band(band, cfg.lmax, cfg.mmax) : Tensor();
     auto band_for = [&](const impl::BandPart& p) { return p.mmax < cfg.mmax ? band_m0 : band; };
-    // pair [E]: the species pair of each edge (s_recv S + s_send); addmm_ adds rbf W^T in place.
+    // pair [E]: the species pair of each edge (s_recv S + s_send); addmm_ adds rbf W^T in place
+    // (the tensor-core modes form that product in their own GEMM, gemm.hpp, and add it).
     Tensor a = lw.rad_pair.index_select(0, pair);
-    a.addmm_(rbf, lw.rad_w0_rbf.t());
+    if (impl::gemm_mode() == impl::GemmMode::native)
+      a.addmm_(rbf, lw.rad_w0_rbf.t());
+    else
+      a = a + impl::gemm_linear(rbf, lw.rad_w0_rbf);
     a = F::silu(a);
-    a = F::silu(torch::addmm(lw.rad_b1, a, lw.rad_w1.t()));
+    a = F::silu(impl::gemm_linear(a, lw.rad_w1, lw.rad_b1));
     // Each edge tensor is let go as soon as the next one exists: the SO(2) linears keep no input
     // for their backward, so u and x would otherwise stay alive only as locals here, on top of
     // every earlier layer's saved activations: that was the step's peak, and letting them go
@@ -397,8 +418,8 @@ struct Evaluator::Impl {
 
   Tensor readout(const Tensor& h, const Tensor& species) const {
     Tensor f = rms_norm_eq(h, readout_scale.view({1, -1}), 0).select(1, 0);
-    f = F::silu(torch::addmm(readout_b0, f, readout_w0.t()));
-    return torch::addmm(readout_b1, f, readout_w1.t()).select(1, 0) + e0.index_select(0, species);
+    f = F::silu(impl::gemm_linear(f, readout_w0, readout_b0));
+    return impl::gemm_linear(f, readout_w1, readout_b1).select(1, 0) + e0.index_select(0, species);
   }
 };
 
@@ -514,7 +535,7 @@ impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph, kk::Vec3Vi
   if (what.roll.extent(0) != 0 && what.roll.extent(0) != std::size_t(E))
     throw InputError("Evaluator::compute: roll must have one angle per edge");
   torch::InferenceMode inference_off(false);  // we need autograd even if a caller disabled it
-  const impl::Tf32Scope tf32(m.precision == Precision::tf32);
+  const impl::GemmScope gemm_scope(m.precision);
   Workspace& ws = m.workspace;
   const Exec exec = bridge::exec_instance();
 

@@ -69,9 +69,7 @@ ModelV2::ModelV2(const Potential& pot, const EvaluatorOptions& opt)
       m_cuda_graph(opt.cuda_graph),
       m_edge_chunk(opt.edge_chunk) {
   if (m_cfg.lmax > kk::kMaxL) throw InputError("potential " + pot.path + ": lmax exceeds the compiled maximum");
-  if (m_precision == Precision::tf32 && !tf32_available())
-    throw InputError("precision tf32 needs the CUDA engine; this build (" + build_info().execution_space +
-                     ") supports fp64 and fp32");
+  require_precision_available(m_precision);
   for (const auto& [name, t] : pot.tensors)
     m_tensors[name] =
         torch::from_blob(const_cast<double*>(t.values.data()), torch::IntArrayRef(t.shape), torch::kFloat64).clone();
@@ -250,9 +248,9 @@ std::string ModelV2::set_system(const SystemInputs& in) {
 // (layer_norm_silu.hpp), the first with the atom-pair tables added inside it.
 Tensor ModelV2::radial_hidden(const Radial& r, const Tensor& gauss, const Tensor& z_send, const Tensor& z_recv) const {
   constexpr double kLayerNormEps = 1e-5;  // torch.nn.LayerNorm's default, fairchem RadialMLP's
-  Tensor a = layer_norm_silu(gauss.mm(r.w0_gauss.t()), r.ln0_w, r.ln0_b, kLayerNormEps,
+  Tensor a = layer_norm_silu(gemm_linear(gauss, r.w0_gauss), r.ln0_w, r.ln0_b, kLayerNormEps,
                              {r.table_src, r.table_tgt, z_send, z_recv});
-  return layer_norm_silu(torch::addmm(r.b1, a, r.w1.t()), r.ln1_w, r.ln1_b, kLayerNormEps);
+  return layer_norm_silu(gemm_linear(a, r.w1, r.b1), r.ln1_w, r.ln1_b, kLayerNormEps);
 }
 
 // fairchem rms_norm_sh (ops.hpp: one kernel per direction).
@@ -264,15 +262,15 @@ Tensor ModelV2::rms_norm_sh(const Tensor& h, const Tensor& w, const Tensor& b) c
 Tensor ModelV2::feed_forward(const Layer& lw, const Tensor& n) const {
   const int L = m_cfg.lmax;
   const auto N = n.size(0);
-  const Tensor q = torch::sigmoid(F::silu(torch::addmm(lw.ffn_bg, n.select(1, 0), lw.ffn_wg.t()))).reshape({N, L, -1});
+  const Tensor q = torch::sigmoid(F::silu(gemm_linear(n.select(1, 0), lw.ffn_wg, lw.ffn_bg))).reshape({N, L, -1});
   std::vector<Tensor> out;
   for (int l = 0; l <= L; ++l) {
-    Tensor a = n.narrow(1, l * l, 2 * l + 1).matmul(lw.ffn_w1[l].t());
+    Tensor a = gemm_linear(n.narrow(1, l * l, 2 * l + 1), lw.ffn_w1[l]);
     if (l == 0) {
       a = F::silu(a + lw.ffn_b1);
-      out.push_back(a.matmul(lw.ffn_w2[l].t()) + lw.ffn_b2);
+      out.push_back(gemm_linear(a, lw.ffn_w2[l], lw.ffn_b2));
     } else {
-      out.push_back((a * q.narrow(1, l - 1, 1)).matmul(lw.ffn_w2[l].t()));
+      out.push_back(gemm_linear(a * q.narrow(1, l - 1, 1), lw.ffn_w2[l]));
     }
   }
   return torch::cat(out, 1);
@@ -369,7 +367,7 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
                      std::to_string(positions.extent(0)) + " positions and " + std::to_string(graph.species.extent(0)) +
                      " species");
   torch::InferenceMode inference_off(false);
-  const Tf32Scope tf32(m_precision == Precision::tf32);
+  const GemmScope gemm_scope(m_precision);
   Workspace& ws = m_workspace;
   const Exec exec = bridge::exec_instance();
   StepContext step;
@@ -419,7 +417,7 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
   {  // edge-degree embedding: m = 0 coefficients of every degree from a radial MLP, unrotated
     const Tensor a = radial_hidden(m_degree_radial, gauss, z_send, z_recv);
     const Tensor rad =
-        torch::addmm(m_degree_radial.b2, a, m_degree_radial.w2.t()).view({E, L + 1, C}) / cfg.edge_degree_rescale;
+        gemm_linear(a, m_degree_radial.w2, m_degree_radial.b2).view({E, L + 1, C}) / cfg.edge_degree_rescale;
     h = h + unrotate_aggregate(rad, m0_band(band, L, M), env, step, BandPart{L, 0});
   }
   const int rows = kk::band_rows(L, M);
@@ -479,9 +477,9 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
   }
   const int n_live = step.exchange ? graph.n_local : N;
   Tensor f = rms_norm_sh(h.narrow(0, 0, n_live), m_final_w, m_final_b).select(1, 0);
-  f = F::silu(torch::addmm(m_head_b0, f, m_head_w0.t()));
-  f = F::silu(torch::addmm(m_head_b1, f, m_head_w1.t()));
-  Tensor energies = torch::addmm(m_head_b2, f, m_head_w2.t()).select(1, 0) * m_rmsd + m_mean / m_total_atoms;
+  f = F::silu(gemm_linear(f, m_head_w0, m_head_b0));
+  f = F::silu(gemm_linear(f, m_head_w1, m_head_b1));
+  Tensor energies = gemm_linear(f, m_head_w2, m_head_b2).select(1, 0) * m_rmsd + m_mean / m_total_atoms;
   if (m_refs.defined()) energies = energies + m_refs.index_select(0, z.narrow(0, 0, n_live)).to(m_dtype);
   if (n_live < N) energies = torch::cat({energies, torch::zeros({N - n_live}, energies.options())});
 

@@ -183,7 +183,7 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
   static Tensor radial_multipliers(const Tensor& a, const Tensor& w, const Tensor& b, const StepContext& s,
                                    const BandPart& part) {
     const int E = s.graph.n_edges;
-    return torch::addmm(b, a, w.t()).view({E, kk::gate_rows(part.lmax, part.mmax), 2 * s.channels});
+    return gemm(a, w.t(), b).view({E, kk::gate_rows(part.lmax, part.mmax), 2 * s.channels});
   }
 
   static Tensor forward(AutogradContext* ctx, const Tensor& n, const Tensor& band, const Tensor& a, const Tensor& w,
@@ -233,7 +233,7 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
     const Exec exec = bridge::exec_instance();
     kk::edge_frame_pack_backward_edge(exec, f, E);
     fence_for_torch(exec);
-    const Tensor grad_a = grad_g.view({E, w.size(0)}).mm(w);  // explicit width: E may be 0
+    const Tensor grad_a = gemm(grad_g.view({E, w.size(0)}), w);  // explicit width: E may be 0
     // The node pass reads only grad_rot, band and n: g and grad_g go back to the allocator
     // first (on CUDA the stream orders their reuse after the kernels above).
     g.reset();
@@ -351,10 +351,7 @@ struct So2LinearFn : public torch::autograd::Function<So2LinearFn> {
     for (const auto& b : plan.blocks) {
       Tensor out = z.narrow(1, b.z_col, b.z_cols);
       const Tensor in = x.narrow(1, b.x_col, b.x_cols);
-      if (b.bias.defined())
-        at::addmm_out(out, b.bias, in, b.w.t());
-      else
-        at::mm_out(out, in, b.w.t());
+      gemm_out(out, in, b.w.t(), b.bias);
     }
     return z;
   }
@@ -368,7 +365,7 @@ struct So2LinearFn : public torch::autograd::Function<So2LinearFn> {
         block_output(g.size(0), plan.x_width, plan, &So2Plan::Block::x_col, &So2Plan::Block::x_cols, g.options());
     for (const auto& b : plan.blocks) {
       Tensor out = gx.narrow(1, b.x_col, b.x_cols);
-      at::mm_out(out, g.narrow(1, b.z_col, b.z_cols), b.w);
+      gemm_out(out, g.narrow(1, b.z_col, b.z_cols), b.w);
     }
     return {gx, Tensor()};
   }

@@ -10,6 +10,7 @@
 #include "bridge.hpp"
 #include "evaluator.hpp"
 #include "exchange.hpp"
+#include "gemm.hpp"
 #include "graph.hpp"
 #include "workspace.hpp"
 
@@ -49,20 +50,6 @@ class StepTimer {
 
 // ---- step plumbing shared by model v1 (evaluator.cpp) and model v2 (model_v2.cpp) ----------
 
-// cuBLAS TF32 for the GEMMs of one compute() call (tf32 mode), restored afterwards: the switch
-// is process-wide in torch and other code in the process (a second pair style) must not see it.
-class Tf32Scope {
- public:
-  explicit Tf32Scope(bool on) : m_prev(at::globalContext().allowTF32CuBLAS()) {
-    at::globalContext().setAllowTF32CuBLAS(on);
-  }
-  ~Tf32Scope() { at::globalContext().setAllowTF32CuBLAS(m_prev); }
-  Tf32Scope(const Tf32Scope&) = delete;
-  Tf32Scope& operator=(const Tf32Scope&) = delete;
-
- private:
-  bool m_prev;
-};
 
 // A step's outputs in the workspace: per-node energies, forces and virials (Result), and the
 // fixed-order chunk partials and totals of the global sums.

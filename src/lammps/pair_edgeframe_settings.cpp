@@ -40,8 +40,11 @@ void PairEdgeframe::settings(int narg, char **arg)
     if (iarg + 1 >= narg && key != "atomic") error->all(FLERR, "pair_style edgeframe: keyword {} needs a value", key);
     const std::string value = iarg + 1 < narg ? arg[iarg + 1] : "";
     if (key == "precision") {
-      if (value != "fp64" && value != "fp32" && value != "tf32")
-        error->all(FLERR, "pair_style edgeframe: unknown precision '{}' (valid: fp64, fp32, tf32)", value);
+      try {
+        edgeframe::parse_precision(value);
+      } catch (const edgeframe::InputError& e) {
+        error->all(FLERR, "pair_style edgeframe: {}", e.what());
+      }
       m_precision = value;
     } else if (key == "fold_images") {
       m_fold_images = utils::logical(FLERR, value, false, lmp);

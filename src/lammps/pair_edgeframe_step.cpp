@@ -157,10 +157,11 @@ void PairEdgeframe::init_engine(bool need_newton)
   if (m_memory_budget_gb > 0.0 && m_activations != "auto")
     error->all(FLERR, "pair_style edgeframe: memory_budget is for 'activations auto' (activations is {})",
                m_activations);
-  if (m_precision == "tf32" && !edgeframe::tf32_available())
-    error->all(FLERR,
-               "pair_style edgeframe: precision tf32 needs the CUDA engine; this build ({}) supports fp64 and fp32",
-               edgeframe::build_info().execution_space);
+  try {
+    edgeframe::require_precision_available(edgeframe::parse_precision(m_precision));
+  } catch (const edgeframe::InputError& e) {
+    error->all(FLERR, "pair_style edgeframe: {}", e.what());
+  }
 
   if (comm->me == 0 && m_graph_per_rebuild) {
     const double rc = m_potential->config.r_cut, rs = rc + neighbor->skin * m_to_angstrom;

@@ -26,7 +26,8 @@ def test_plugin_list_shows_host_and_kokkos_styles(lammps):
 
 
 def test_pair_style_accepts_every_precision(lammps, tmp_path):
-    for precision in ("fp64", "fp32", "tf32"):    # tf32 is refused later, at init, on CPU builds
+    # the tensor-core modes (tf32, bf16, tf32x3) are refused later, at init, on CPU builds
+    for precision in ("fp64", "fp32", "tf32", "bf16", "tf32x3"):
         run = lammps(DIAMOND_BOX + f"pair_style edgeframe precision {precision}\n")
         assert run.returncode == 0, run.output
 
@@ -40,7 +41,7 @@ def test_unknown_keyword_is_named_with_the_valid_ones(lammps):
 def test_unknown_precision_is_named(lammps):
     run = lammps(DIAMOND_BOX + "pair_style edgeframe precision fp16\n")
     assert run.returncode != 0
-    assert "unknown precision 'fp16'" in run.output and "fp64, fp32, tf32" in run.output
+    assert "unknown precision 'fp16'" in run.output and "fp64, fp32, tf32, bf16, tf32x3" in run.output
 
 
 def test_missing_potential_file_is_named(lammps):

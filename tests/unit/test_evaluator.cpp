@@ -870,7 +870,7 @@ TEST(Evaluator, RejectsMismatchedInputs) {
   What w;
   w.roll = kk::View1<double, Exec>("roll", 2);
   EXPECT_THROW(ev.compute(d.graph, d.x, w), InputError);
-  EXPECT_THROW(parse_precision("bf16"), InputError);
+  EXPECT_THROW(parse_precision("fp16"), InputError);
 }
 
 TEST(Evaluator, Tf32IsRefusedWithoutCudaAndCloseToFp32WithIt) {
@@ -894,6 +894,46 @@ TEST(Evaluator, Tf32IsRefusedWithoutCudaAndCloseToFp32WithIt) {
     }
   std::printf("[ measured ] diamond64_L2m1 tf32 vs fp32: max |dF| / max |F| = %.2e\n", diff / scale);
   EXPECT_LT(diff, 1e-2 * scale);
+}
+
+// The tensor-core modes (gemm.hpp) through both models: refused without CUDA; with it, forces
+// against fp64 on v1's golden model and the shipped carbon v2 file: tf32x3 as accurate as fp32
+// (within 3x: a different summation order), bf16 within 5 % of the largest force, and every
+// mode's error printed.
+TEST(Evaluator, TensorCorePrecisionsAreRefusedWithoutCudaAndMeasuredWithIt) {
+  const Golden g1 = load_golden("diamond64_L2m1");
+  const auto pot1 = read_potential(g1.model_file);
+  const V2Case c = carbon_v2_case("diamond64_L2m2");
+  if (!tf32_available()) {
+    for (const Precision p : {Precision::bf16, Precision::tf32x3}) {
+      EXPECT_THROW(Evaluator(pot1, {p}), InputError) << to_string(p);
+      EXPECT_THROW(Evaluator(c.pot, {p}), InputError) << to_string(p);
+    }
+    return;
+  }
+  auto forces = [](const Potential& pot, const DeviceInput& d, Precision p, const SystemInputs* sys) {
+    Evaluator ev(pot, {p});
+    if (sys) ev.set_system(*sys);
+    return run(ev, d).forces;
+  };
+  const SystemInputs sys = c.system();
+  const struct {
+    const char* name;
+    const Potential& pot;
+    DeviceInput d;
+    const SystemInputs* sys;
+  } models[] = {{"v1 diamond64_L2m1", pot1, upload(g1, g1.x), nullptr},
+                {"v2 C-diamond-v2 diamond64", c.pot, c.upload_at(c.g.x), &sys}};
+  for (const auto& m : models) {
+    const auto want = forces(m.pot, m.d, Precision::fp64, m.sys);
+    double err[5] = {};
+    const Precision modes[] = {Precision::fp32, Precision::tf32, Precision::bf16, Precision::tf32x3};
+    for (int k = 0; k < 4; ++k) err[k] = rel_err(forces(m.pot, m.d, modes[k], m.sys), want);
+    std::printf("[ measured ] %s, max |dF| / max |F| against fp64: fp32 %.2e, tf32 %.2e, bf16 %.2e, tf32x3 %.2e\n",
+                m.name, err[0], err[1], err[2], err[3]);
+    EXPECT_LT(err[3], 3 * std::max(err[0], 1e-7)) << m.name;
+    EXPECT_LT(err[2], 5e-2) << m.name;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,55 @@
+// Every GEMM of a compute() call goes through these functions (internal to the engine), so that
+// the precision mode decides, in one place, how a matrix product is formed:
+//   native  torch's GEMM in the step's dtype (fp64, fp32, or fp32 with TF32 tensor cores)
+//   bf16    operands rounded to bfloat16, products summed in fp32 (bf16 tensor cores on CUDA)
+//   tf32x3  3xTF32: each fp32 operand split into a TF32 head and an fp32 tail, x = hi + lo with
+//           hi exact in TF32, and a b = hi_a hi_b + hi_a lo_b + lo_a hi_b in three TF32 GEMMs
+//           that accumulate in fp32 (lo_a lo_b, about 2^-22 of the product, is left out): fp32's
+//           accuracy from tensor cores
+// The mode is process-wide for the duration of one compute() call (GemmScope), like torch's own
+// TF32 switch, so that the backward pass, which torch's autograd may run on another thread,
+// sees the same mode as the forward.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <utility>
+
+#include "evaluator.hpp"
+
+namespace edgeframe::impl {
+
+enum class GemmMode { native, bf16, tf32x3 };
+
+GemmMode gemm_mode();
+
+// Sets the GEMM mode and cuBLAS' TF32 switch for one compute() call and restores both after:
+// tf32 turns TF32 on; tf32x3 turns it off (its own three GEMMs turn it on around themselves, so
+// that nothing else in the step loses fp32's accuracy); the others leave it off.
+class GemmScope {
+ public:
+  explicit GemmScope(Precision precision);
+  ~GemmScope();
+  GemmScope(const GemmScope&) = delete;
+  GemmScope& operator=(const GemmScope&) = delete;
+
+ private:
+  GemmMode m_prev_mode;
+  bool m_prev_tf32;
+};
+
+// out = a b (+ bias, broadcast over rows) in the current mode. a [M, K], b [K, N] (any strides,
+// e.g. w.t()), out [M, N] of a's dtype (may be a column view of a wider matrix).
+void gemm_out(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
+              const torch::Tensor& bias = torch::Tensor());
+torch::Tensor gemm(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias = torch::Tensor());
+
+// a [..., K] w^T + bias as an autograd op: native mode calls torch's addmm / mm (its own backward); the
+// other modes a Function whose backward forms its GEMMs in the same mode.
+torch::Tensor gemm_linear(const torch::Tensor& a, const torch::Tensor& w, const torch::Tensor& bias = torch::Tensor());
+
+// The 3xTF32 split of an fp32 tensor: hi = x rounded to the nearest TF32 value (10 explicit
+// mantissa bits: the low 13 bits of the fp32 pattern cleared), lo = x - hi, which is exact.
+std::pair<torch::Tensor, torch::Tensor> split_tf32(const torch::Tensor& x);
+
+}  // namespace edgeframe::impl

@@ -1,0 +1,129 @@
+// The precision modes' GEMMs (src/engine/gemm.hpp) against fp64 products of the same fp32
+// operands, on the engine's device: on CUDA builds the real TF32 / bf16 tensor-core paths, on
+// host builds the same algebra in fp32 GEMMs (there tf32x3 tests the split and its recombination,
+// and bf16 the operand rounding). Errors are relative to the largest |entry| of the fp64 product.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+
+#include "bridge.hpp"
+#include "gemm.hpp"
+#include "runtime.hpp"
+#include "tensor_compare.hpp"
+
+namespace {
+
+using namespace edgeframe;
+using impl::GemmScope;
+using test::rel;
+using torch::Tensor;
+
+Tensor random_fp32(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
+  torch::manual_seed(seed);
+  // Mixed magnitudes: a plain randn hides errors that only show with a spread of exponents.
+  const auto opt = torch::TensorOptions().dtype(torch::kFloat).device(bridge::device());
+  return torch::randn({rows, cols}, opt) * torch::exp(2.0 * torch::randn({rows, cols}, opt));
+}
+
+Tensor fp64_product(const Tensor& a, const Tensor& b) { return a.to(torch::kFloat64).mm(b.to(torch::kFloat64)); }
+
+TEST(Gemm, TheTf32SplitHasAnExactTf32HeadAndAnExactTail) {
+  const Tensor x = random_fp32(257, 129, 1);
+  const auto [hi, lo] = impl::split_tf32(x);
+  const Tensor bits = hi.view(torch::kInt32).bitwise_and((1 << 13) - 1);
+  EXPECT_EQ(bits.count_nonzero().item<std::int64_t>(), 0) << "hi keeps bits TF32 does not have";
+  EXPECT_TRUE(torch::equal(hi + lo, x)) << "hi + lo must be x exactly";
+  // Rounded to nearest: the tail is at most half a TF32 ulp, 2^-11 of |x|.
+  const double worst = (lo.abs() / x.abs().clamp_min(1e-30)).max().item<double>();
+  EXPECT_LE(worst, std::ldexp(1.0, -11) * (1 + 1e-6));
+}
+
+TEST(Gemm, Tf32x3GivesFp32sAccuracy) {
+  const Tensor a = random_fp32(300, 384, 2), b = random_fp32(384, 200, 3);
+  const Tensor want = fp64_product(a, b);
+  double err_fp32 = 0, err_x3 = 0;
+  {
+    const GemmScope scope(Precision::fp32);
+    err_fp32 = rel(impl::gemm(a, b), want);
+  }
+  {
+    const GemmScope scope(Precision::tf32x3);
+    err_x3 = rel(impl::gemm(a, b), want);
+    // a transposed operand (the models pass w.t()) and a bias, into a column view
+    Tensor wide = torch::zeros({300, 250}, a.options());
+    Tensor out = wide.narrow(1, 20, 200);
+    const Tensor bt = b.t().contiguous().t(), bias = random_fp32(1, 200, 4).view({200});
+    impl::gemm_out(out, a, bt, bias);
+    EXPECT_LT(rel(out, want + bias.to(torch::kFloat64)), 4 * std::max(err_fp32, 1e-7));
+    EXPECT_EQ(wide.narrow(1, 0, 20).count_nonzero().item<std::int64_t>(), 0) << "wrote outside its columns";
+  }
+  std::printf("[ measured ] 300x384x200: fp32 %.2e, tf32x3 %.2e of the largest entry\n", err_fp32, err_x3);
+  EXPECT_LT(err_x3, 4 * std::max(err_fp32, 1e-7));
+  if (tf32_available()) {  // and plain TF32 is far worse, so the split is what makes the difference
+    const GemmScope scope(Precision::tf32);
+    const double err_tf32 = rel(impl::gemm(a, b), want);
+    std::printf("[ measured ] 300x384x200: tf32 %.2e\n", err_tf32);
+    EXPECT_GT(err_tf32, 20 * err_x3);
+  }
+}
+
+TEST(Gemm, Bf16RoundsTheOperandsAndSumsInFp32) {
+  const Tensor a = random_fp32(300, 384, 5), b = random_fp32(384, 200, 6);
+  const GemmScope scope(Precision::bf16);
+  const Tensor got = impl::gemm(a, b);
+  // The same operands rounded to bf16, multiplied in fp64: only the fp32 summation differs.
+  const Tensor rounded = fp64_product(a.to(torch::kBFloat16).to(torch::kFloat), b.to(torch::kBFloat16).to(torch::kFloat));
+  const double err_sum = rel(got, rounded), err = rel(got, fp64_product(a, b));
+  std::printf("[ measured ] 300x384x200 bf16: %.2e of the largest entry (fp32 summation %.2e)\n", err, err_sum);
+  EXPECT_LT(err_sum, 1e-5);
+  EXPECT_LT(err, 2e-2);   // bf16 keeps 8 mantissa bits: 2^-9 per operand, averaged over K
+  EXPECT_GT(err, 1e-4);   // and the rounding really happened
+}
+
+// impl::linear as an autograd op: value and the gradients of a, w and the bias in tf32x3 as in
+// fp64, and a kept for the backward only when w needs a gradient.
+TEST(Gemm, LinearsBackwardUsesTheSameMode) {
+  const Tensor a0 = random_fp32(64, 96, 7), w0 = random_fp32(48, 96, 8), b0 = random_fp32(1, 48, 9).view({48});
+  const Tensor g = random_fp32(64, 48, 10);
+  auto grads = [&](torch::Dtype dtype, Precision p) {
+    const GemmScope scope(p);
+    Tensor a = a0.to(dtype).requires_grad_(), w = w0.to(dtype).requires_grad_(), b = b0.to(dtype).requires_grad_();
+    const Tensor y = impl::gemm_linear(a, w, b);
+    const auto d = torch::autograd::grad({y}, {a, w, b}, {g.to(dtype)});
+    return std::vector<Tensor>{y.detach(), d[0], d[1], d[2]};
+  };
+  const auto want = grads(torch::kFloat64, Precision::fp64);
+  const auto fp32 = grads(torch::kFloat, Precision::fp32);
+  const auto x3 = grads(torch::kFloat, Precision::tf32x3);
+  for (int k = 0; k < 4; ++k) {
+    const double e32 = rel(fp32[k], want[k]);
+    EXPECT_LT(rel(x3[k], want[k]), 4 * std::max(e32, 1e-7)) << "output " << k;
+  }
+  // [..., K] inputs as rows of one GEMM
+  const GemmScope scope(Precision::tf32x3);
+  const Tensor a3 = random_fp32(60, 96, 11).view({20, 3, 96});
+  const Tensor y3 = impl::gemm_linear(a3, w0);
+  EXPECT_EQ(y3.sizes(), (std::vector<std::int64_t>{20, 3, 48}));
+  EXPECT_LT(rel(y3, fp64_product(a3.reshape({60, 96}), w0.t()).view({20, 3, 48})), 1e-6);
+}
+
+TEST(Gemm, TheScopeRestoresTheModeAndTorchsTf32Switch) {
+  const bool before = at::globalContext().allowTF32CuBLAS();
+  {
+    const GemmScope outer(Precision::tf32);
+    EXPECT_TRUE(at::globalContext().allowTF32CuBLAS());
+    {
+      const GemmScope inner(Precision::tf32x3);
+      EXPECT_EQ(impl::gemm_mode(), impl::GemmMode::tf32x3);
+      EXPECT_FALSE(at::globalContext().allowTF32CuBLAS()) << "tf32x3 keeps TF32 off outside its own GEMMs";
+    }
+    EXPECT_EQ(impl::gemm_mode(), impl::GemmMode::native);
+    EXPECT_TRUE(at::globalContext().allowTF32CuBLAS());
+  }
+  EXPECT_EQ(at::globalContext().allowTF32CuBLAS(), before);
+}
+
+}  // namespace
