@@ -44,11 +44,16 @@ Precision parse_precision(const std::string& name) {
 
 std::string to_string(Precision p) {
   switch (p) {
-    case Precision::fp64: return "fp64";
-    case Precision::fp32: return "fp32";
-    case Precision::tf32: return "tf32";
-    case Precision::bf16: return "bf16";
-    case Precision::tf32x3: return "tf32x3";
+    case Precision::fp64:
+      return "fp64";
+    case Precision::fp32:
+      return "fp32";
+    case Precision::tf32:
+      return "tf32";
+    case Precision::bf16:
+      return "bf16";
+    case Precision::tf32x3:
+      return "tf32x3";
   }
   return "?";
 }

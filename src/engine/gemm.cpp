@@ -53,10 +53,15 @@ void tf32x3_out(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bia
   const auto [a_hi, a_lo] = split_tf32(a);
   const auto [b_hi, b_lo] = split_tf32(b);
   const Tf32On tf32;
-  // The two small terms first, then the large one, all summed into out in fp32.
-  native_out(out, a_lo, b_hi, bias);
-  out.addmm_(a_hi, b_lo);
-  out.addmm_(a_hi, b_hi);
+  // The two small terms first, then the large one, all summed in fp32 into a contiguous tensor:
+  // summed in place into a column view (the SO(2) blocks' outputs) the product came out 6x
+  // less accurate on the H200 (1.5e-6 against 2.5e-7 of the largest entry,
+  // bench/results/h200_2026-12-03b/split_diag.py), so a view gets one copy at the end.
+  Tensor acc = out.is_contiguous() ? out : torch::empty(out.sizes(), out.options());
+  native_out(acc, a_lo, b_hi, bias);
+  acc.addmm_(a_hi, b_lo);
+  acc.addmm_(a_hi, b_hi);
+  if (!acc.is_same(out)) out.copy_(acc);
 }
 
 // a w^T + bias with a backward in the same GEMM mode. a is kept for the backward only when w

@@ -50,7 +50,6 @@ class StepTimer {
 
 // ---- step plumbing shared by model v1 (evaluator.cpp) and model v2 (model_v2.cpp) ----------
 
-
 // A step's outputs in the workspace: per-node energies, forces and virials (Result), and the
 // fixed-order chunk partials and totals of the global sums.
 struct StepOutputs {

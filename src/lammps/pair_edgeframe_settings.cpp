@@ -42,7 +42,7 @@ void PairEdgeframe::settings(int narg, char **arg)
     if (key == "precision") {
       try {
         edgeframe::parse_precision(value);
-      } catch (const edgeframe::InputError& e) {
+      } catch (const edgeframe::InputError &e) {
         error->all(FLERR, "pair_style edgeframe: {}", e.what());
       }
       m_precision = value;

@@ -159,7 +159,7 @@ void PairEdgeframe::init_engine(bool need_newton)
                m_activations);
   try {
     edgeframe::require_precision_available(edgeframe::parse_precision(m_precision));
-  } catch (const edgeframe::InputError& e) {
+  } catch (const edgeframe::InputError &e) {
     error->all(FLERR, "pair_style edgeframe: {}", e.what());
   }
 

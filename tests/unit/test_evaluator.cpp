@@ -897,9 +897,11 @@ TEST(Evaluator, Tf32IsRefusedWithoutCudaAndCloseToFp32WithIt) {
 }
 
 // The tensor-core modes (gemm.hpp) through both models: refused without CUDA; with it, forces
-// against fp64 on v1's golden model and the shipped carbon v2 file: tf32x3 as accurate as fp32
-// (within 3x: a different summation order), bf16 within 5 % of the largest force, and every
-// mode's error printed.
+// against fp64 on v1's golden model and the shipped carbon v2 file: tf32x3 within 1e-5 of the
+// largest force (issue #26's bar for the split mode; fp32 is at 3e-7-1e-5 here, and TF32's
+// rounding of the split's tail makes tf32x3 up to a few times fp32's error), bf16 between 1x
+// and 64x tf32's error (8 mantissa bits against 11: about 8x, more through a deep model; 1x
+// would mean the rounding did not happen), and every mode's error printed.
 TEST(Evaluator, TensorCorePrecisionsAreRefusedWithoutCudaAndMeasuredWithIt) {
   const Golden g1 = load_golden("diamond64_L2m1");
   const auto pot1 = read_potential(g1.model_file);
@@ -931,8 +933,9 @@ TEST(Evaluator, TensorCorePrecisionsAreRefusedWithoutCudaAndMeasuredWithIt) {
     for (int k = 0; k < 4; ++k) err[k] = rel_err(forces(m.pot, m.d, modes[k], m.sys), want);
     std::printf("[ measured ] %s, max |dF| / max |F| against fp64: fp32 %.2e, tf32 %.2e, bf16 %.2e, tf32x3 %.2e\n",
                 m.name, err[0], err[1], err[2], err[3]);
-    EXPECT_LT(err[3], 3 * std::max(err[0], 1e-7)) << m.name;
-    EXPECT_LT(err[2], 5e-2) << m.name;
+    EXPECT_LT(err[3], 1e-5) << m.name;
+    EXPECT_GT(err[2], err[1]) << m.name;
+    EXPECT_LT(err[2], 64 * err[1]) << m.name;
   }
 }
 

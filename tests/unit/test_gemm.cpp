@@ -75,12 +75,13 @@ TEST(Gemm, Bf16RoundsTheOperandsAndSumsInFp32) {
   const GemmScope scope(Precision::bf16);
   const Tensor got = impl::gemm(a, b);
   // The same operands rounded to bf16, multiplied in fp64: only the fp32 summation differs.
-  const Tensor rounded = fp64_product(a.to(torch::kBFloat16).to(torch::kFloat), b.to(torch::kBFloat16).to(torch::kFloat));
+  const Tensor rounded =
+      fp64_product(a.to(torch::kBFloat16).to(torch::kFloat), b.to(torch::kBFloat16).to(torch::kFloat));
   const double err_sum = rel(got, rounded), err = rel(got, fp64_product(a, b));
   std::printf("[ measured ] 300x384x200 bf16: %.2e of the largest entry (fp32 summation %.2e)\n", err, err_sum);
   EXPECT_LT(err_sum, 1e-5);
-  EXPECT_LT(err, 2e-2);   // bf16 keeps 8 mantissa bits: 2^-9 per operand, averaged over K
-  EXPECT_GT(err, 1e-4);   // and the rounding really happened
+  EXPECT_LT(err, 2e-2);  // bf16 keeps 8 mantissa bits: 2^-9 per operand, averaged over K
+  EXPECT_GT(err, 1e-4);  // and the rounding really happened
 }
 
 // impl::linear as an autograd op: value and the gradients of a, w and the bias in tf32x3 as in
