@@ -55,8 +55,8 @@ void tf32x3_out(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bia
   const Tf32On tf32;
   // The two small terms first, then the large one, all summed in fp32 into a contiguous tensor:
   // summed in place into a column view (the SO(2) blocks' outputs) the product came out 6x
-  // less accurate on the H200 (1.5e-6 against 2.5e-7 of the largest entry,
-  // bench/results/h200_2026-12-03b/split_diag.py), so a view gets one copy at the end.
+  // less accurate on the H200 (1.5e-6 against 2.5e-7 of the largest entry; doc/engine.md,
+  // "Precision modes"), so a view gets one copy at the end.
   Tensor acc = out.is_contiguous() ? out : torch::empty(out.sizes(), out.options());
   native_out(acc, a_lo, b_hi, bias);
   acc.addmm_(a_hi, b_lo);
