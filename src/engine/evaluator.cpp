@@ -58,10 +58,9 @@ std::string to_string(Precision p) {
   return "?";
 }
 
-bool precision_needs_cuda(Precision p) { return p != Precision::fp64 && p != Precision::fp32; }
-
 void require_precision_available(Precision p) {
-  if (precision_needs_cuda(p) && !tf32_available())
+  const bool tensor_cores = p != Precision::fp64 && p != Precision::fp32;
+  if (tensor_cores && !tf32_available())
     throw InputError("precision " + to_string(p) + " needs the CUDA engine; this build (" +
                      build_info().execution_space + ") supports fp64 and fp32");
 }
@@ -149,7 +148,6 @@ struct Evaluator::Impl {
         dtype(opt.precision == Precision::fp64 ? torch::kFloat64 : torch::kFloat32),
         workspace(opt.poison_scratch || debug_poison_scratch()) {
     if (cfg.lmax > kk::kMaxL) throw InputError("potential " + pot.path + ": lmax exceeds the compiled maximum");
-    require_precision_available(precision);
     // Stored values widened to double exactly, then cast once to the compute dtype.
     auto w = [&](const std::string& name) {
       const TensorData& t = pot.tensor(name);
@@ -431,6 +429,7 @@ struct Evaluator::Impl {
 Evaluator::Evaluator(const Potential& potential, EvaluatorOptions options) {
   if (options.memory_budget < 0) throw InputError("Evaluator: memory_budget must be >= 0 bytes");
   if (options.edge_chunk < 0) throw InputError("Evaluator: edge_chunk must be >= 0");
+  require_precision_available(options.precision);
   // Model v2 (format_version 2) runs on its own implementation (model_v2.hpp); v1 stays here
   // until the shipped potentials are v2 (issue 25).
   if (potential.format_version == kFormatVersionV2) {

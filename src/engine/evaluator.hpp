@@ -35,13 +35,12 @@ using Exec = Kokkos::DefaultExecutionSpace;
 // fp64 | fp32 | three tensor-core modes with fp32 storage and kernels, which differ in how the
 // GEMMs are formed (gemm.hpp): tf32 (TF32 GEMMs), bf16 (bfloat16 operands, fp32 sums) and
 // tf32x3 (3xTF32: three TF32 GEMMs per product, fp32's accuracy). The tensor-core modes are for
-// CUDA builds only; the Evaluator refuses them elsewhere (precision_needs_cuda, tf32_available()
-// in runtime.hpp).
+// CUDA builds only; the Evaluator refuses them elsewhere (require_precision_available,
+// tf32_available() in runtime.hpp).
 enum class Precision { fp64, fp32, tf32, bf16, tf32x3 };
 Precision parse_precision(const std::string& name);  // throws InputError naming the valid ones
 std::string to_string(Precision p);
-bool precision_needs_cuda(Precision p);  // tf32, bf16, tf32x3
-// Throws InputError when p needs CUDA and this build has none.
+// Throws InputError when p is a tensor-core mode (tf32, bf16, tf32x3) and this build has no CUDA.
 void require_precision_available(Precision p);
 
 // Built once per neighbour-list rebuild (make_graph).

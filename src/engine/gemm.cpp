@@ -18,18 +18,6 @@ GemmMode mode_of(Precision p) {
   return p == Precision::bf16 ? GemmMode::bf16 : p == Precision::tf32x3 ? GemmMode::tf32x3 : GemmMode::native;
 }
 
-// cuBLAS' TF32 switch for the lifetime of one object.
-class Tf32On {
- public:
-  Tf32On() : m_prev(at::globalContext().allowTF32CuBLAS()) { at::globalContext().setAllowTF32CuBLAS(true); }
-  ~Tf32On() { at::globalContext().setAllowTF32CuBLAS(m_prev); }
-  Tf32On(const Tf32On&) = delete;
-  Tf32On& operator=(const Tf32On&) = delete;
-
- private:
-  bool m_prev;
-};
-
 void native_out(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
   if (bias.defined())
     at::addmm_out(out, bias, a, b);
@@ -52,7 +40,7 @@ void bf16_out(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias)
 void tf32x3_out(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
   const auto [a_hi, a_lo] = split_tf32(a);
   const auto [b_hi, b_lo] = split_tf32(b);
-  const Tf32On tf32;
+  const Tf32Switch tf32(true);
   // The two small terms first, then the large one, all summed in fp32 into a contiguous tensor:
   // summed in place into a column view (the SO(2) blocks' outputs) the product came out 6x
   // less accurate on the H200 (1.5e-6 against 2.5e-7 of the largest entry; doc/engine.md,
@@ -67,10 +55,10 @@ void tf32x3_out(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bia
 // a w^T + bias with a backward in the same GEMM mode. a is kept for the backward only when w
 // needs a gradient (as torch's addmm does), so the mode costs no activation memory. No bias is
 // an empty tensor: torch's Function::apply takes no undefined inputs.
+// (The empty tensor needs no gradient, so needs_input_grad(2) is false for it.)
 struct LinearFn : public torch::autograd::Function<LinearFn> {
   static Tensor forward(AutogradContext* ctx, const Tensor& a, const Tensor& w, const Tensor& bias) {
     ctx->save_for_backward({w.requires_grad() ? a : Tensor(), w});
-    ctx->saved_data["bias"] = bias.numel() > 0;
     return gemm(a, w.t(), bias.numel() > 0 ? bias : Tensor());
   }
 
@@ -81,7 +69,7 @@ struct LinearFn : public torch::autograd::Function<LinearFn> {
     const Tensor gc = g.contiguous();
     const Tensor grad_a = ctx->needs_input_grad(0) ? gemm(gc, saved[1]) : Tensor();
     const Tensor grad_w = ctx->needs_input_grad(1) ? gemm(gc.t(), saved[0]) : Tensor();
-    const Tensor grad_b = ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2) ? gc.sum(0) : Tensor();
+    const Tensor grad_b = ctx->needs_input_grad(2) ? gc.sum(0) : Tensor();
     return {grad_a, grad_w, grad_b};
   }
 };
@@ -90,16 +78,16 @@ struct LinearFn : public torch::autograd::Function<LinearFn> {
 
 GemmMode gemm_mode() { return g_mode.load(); }
 
-GemmScope::GemmScope(Precision precision)
-    : m_prev_mode(g_mode.load()), m_prev_tf32(at::globalContext().allowTF32CuBLAS()) {
-  g_mode.store(mode_of(precision));
-  at::globalContext().setAllowTF32CuBLAS(precision == Precision::tf32);
+Tf32Switch::Tf32Switch(bool on) : m_prev(at::globalContext().allowTF32CuBLAS()) {
+  at::globalContext().setAllowTF32CuBLAS(on);
 }
 
-GemmScope::~GemmScope() {
-  g_mode.store(m_prev_mode);
-  at::globalContext().setAllowTF32CuBLAS(m_prev_tf32);
-}
+Tf32Switch::~Tf32Switch() { at::globalContext().setAllowTF32CuBLAS(m_prev); }
+
+GemmScope::GemmScope(Precision precision)
+    : m_prev_mode(g_mode.exchange(mode_of(precision))), m_tf32(precision == Precision::tf32) {}
+
+GemmScope::~GemmScope() { g_mode.store(m_prev_mode); }
 
 std::pair<Tensor, Tensor> split_tf32(const Tensor& x) {
   TORCH_CHECK(x.scalar_type() == torch::kFloat, "edgeframe: split_tf32 wants fp32");

@@ -23,6 +23,18 @@ enum class GemmMode { native, bf16, tf32x3 };
 
 GemmMode gemm_mode();
 
+// cuBLAS' TF32 switch (process-wide in torch) set for the lifetime of one object, then restored.
+class Tf32Switch {
+ public:
+  explicit Tf32Switch(bool on);
+  ~Tf32Switch();
+  Tf32Switch(const Tf32Switch&) = delete;
+  Tf32Switch& operator=(const Tf32Switch&) = delete;
+
+ private:
+  bool m_prev;
+};
+
 // Sets the GEMM mode and cuBLAS' TF32 switch for one compute() call and restores both after:
 // tf32 turns TF32 on; tf32x3 turns it off (its own three GEMMs turn it on around themselves, so
 // that nothing else in the step loses fp32's accuracy); the others leave it off.
@@ -35,7 +47,7 @@ class GemmScope {
 
  private:
   GemmMode m_prev_mode;
-  bool m_prev_tf32;
+  Tf32Switch m_tf32;
 };
 
 // out = a b (+ bias, broadcast over rows) in the current mode. a [M, K], b [K, N] (any strides,

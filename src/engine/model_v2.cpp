@@ -69,7 +69,6 @@ ModelV2::ModelV2(const Potential& pot, const EvaluatorOptions& opt)
       m_cuda_graph(opt.cuda_graph),
       m_edge_chunk(opt.edge_chunk) {
   if (m_cfg.lmax > kk::kMaxL) throw InputError("potential " + pot.path + ": lmax exceeds the compiled maximum");
-  require_precision_available(m_precision);
   for (const auto& [name, t] : pot.tensors)
     m_tensors[name] =
         torch::from_blob(const_cast<double*>(t.values.data()), torch::IntArrayRef(t.shape), torch::kFloat64).clone();

@@ -928,7 +928,7 @@ TEST(Evaluator, TensorCorePrecisionsAreRefusedWithoutCudaAndMeasuredWithIt) {
                 {"v2 C-diamond-v2 diamond64", c.pot, c.upload_at(c.g.x), &sys}};
   for (const auto& m : models) {
     const auto want = forces(m.pot, m.d, Precision::fp64, m.sys);
-    double err[5] = {};
+    double err[4] = {};
     const Precision modes[] = {Precision::fp32, Precision::tf32, Precision::bf16, Precision::tf32x3};
     for (int k = 0; k < 4; ++k) err[k] = rel_err(forces(m.pot, m.d, modes[k], m.sys), want);
     std::printf("[ measured ] %s, max |dF| / max |F| against fp64: fp32 %.2e, tf32 %.2e, bf16 %.2e, tf32x3 %.2e\n",
