@@ -86,6 +86,30 @@ def test_oversampled_frames_repeat_the_named_families():
             parse_oversample(bad, families)
 
 
+def test_energy_weight_multiplies_the_named_families_energy_terms():
+    from train.train import family_weights, loss_terms, parse_energy_weight
+    families = ["liquid", "fault", "lattice"]
+    factors = parse_energy_weight(["fault=20", "lattice=2.5"], families)
+    assert factors == {"fault": 20.0, "lattice": 2.5}
+    w = family_weights(families, factors)
+    assert w.tolist() == [1.0, 20.0, 2.5]
+    for bad in (["fault"], ["fault=0"], ["fault=-1"], ["fault=x"], ["fault=inf"]):
+        with pytest.raises(SystemExit, match="expected FAMILY=W"):
+            parse_energy_weight(bad, families)
+    with pytest.raises(SystemExit, match=r"no family 'vacancy' \(it has liquid, fault, lattice\)"):
+        parse_energy_weight(["vacancy=3"], families)
+    # Energy errors 1, 2, 3 eV per atom (2-atom frames): the weighted mean (1 + 20*4 + 2.5*9) / 3;
+    # forces and virial are not weighted.
+    b = dict(n_atoms=torch.tensor([2, 2, 2]), energy=torch.zeros(3, dtype=torch.float64),
+             forces=torch.zeros(6, 3, dtype=torch.float64), virial=torch.zeros(3, 3, 3, dtype=torch.float64))
+    pred = (torch.tensor([2.0, 4.0, 6.0], dtype=torch.float64), torch.ones(6, 3, dtype=torch.float64),
+            torch.ones(3, 3, 3, dtype=torch.float64))
+    le, lf, lw = loss_terms(pred, b, w)
+    assert float(le) == pytest.approx((1 + 80 + 22.5) / 3, rel=1e-15)
+    assert float(lf) == 1.0 and float(lw) == pytest.approx(0.25, rel=1e-15)
+    assert float(loss_terms(pred, b)[0]) == pytest.approx(14 / 3, rel=1e-15)
+
+
 def test_oversample_names_a_missing_family_then_weights_a_present_one(first_run):
     tmp_path, _, _ = first_run
     bad, _ = train(tmp_path, "oversample-bad", "--oversample", "nosuchfamily=3")
@@ -94,10 +118,12 @@ def test_oversample_names_a_missing_family_then_weights_a_present_one(first_run)
                         r"'nosuchfamily' \(it has ([^)]+)\)", bad.stdout + bad.stderr)
     assert message, (bad.stdout + bad.stderr)[-2000:]
     family = message.group(1).split(", ")[0]
-    run, out = train(tmp_path, "oversample", "--oversample", f"{family}=3")
+    run, out = train(tmp_path, "oversample", "--oversample", f"{family}=3", "--energy-weight", f"{family}=20")
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     # 4 training frames, each of `family` drawn twice more
     n = int(re.search(rf"oversampling {family}=3: (\d+) frames per epoch", run.stdout).group(1))
     assert n > 4 and (n - 4) % 2 == 0
     training = json.loads(load_model_v2(out / "C.safetensors").meta["provenance"]["training"])
     assert training["oversample"] == [f"{family}=3"]
+    assert training["energy_weight"] == [f"{family}=20"]
+    assert f"energy term weighted: {family} x20" in run.stdout

@@ -105,13 +105,16 @@ def predict(model, b, create_graph):
     return energy, forces, virial
 
 
-def loss_terms(pred, b):
+def loss_terms(pred, b, energy_weight=None):
+    """Mean squared errors of energy per atom, forces and virial per atom over a batch;
+    energy_weight [B] (--energy-weight) multiplies each frame's energy term."""
     energy, forces, virial = pred
     n = b["n_atoms"].to(torch.float64)
     de = (energy - b["energy"]) / n
     df = forces - b["forces"]
     dw = (virial - b["virial"]) / n[:, None, None]
-    return de.pow(2).mean(), df.pow(2).mean(), dw.pow(2).mean()
+    le = de.pow(2) if energy_weight is None else energy_weight * de.pow(2)
+    return le.mean(), df.pow(2).mean(), dw.pow(2).mean()
 
 
 def run_split(model, graphs, batch_size):
@@ -128,8 +131,9 @@ def run_split(model, graphs, batch_size):
     return torch.cat(es), torch.cat(fs), torch.cat(ws)
 
 
-def metrics(model, graphs, batch_size, weights=None):
-    """RMSEs (meV/atom, meV/A, meV/atom for the virial) overall and per family, + loss."""
+def metrics(model, graphs, batch_size, weights=None, energy_factors=None):
+    """RMSEs (meV/atom, meV/A, meV/atom for the virial) overall and per family, + loss (the
+    training objective: with energy_factors, --energy-weight's per-family multipliers)."""
     e, f, w = run_split(model, graphs, batch_size)
     n = graphs.n_atoms.to(torch.float64)
     de = ((e - graphs.energy) / n).cpu().numpy()
@@ -143,7 +147,8 @@ def metrics(model, graphs, batch_size, weights=None):
                virial_rmse_meV_atom=1e3 * rms(dw),
                force_ref_rms_meV_A=1e3 * rms(graphs.forces.cpu().numpy()))
     if weights is not None:
-        out["loss"] = weights[0] * float(np.mean(de ** 2)) + weights[1] * float(np.mean(df ** 2)) \
+        ew = family_weights(graphs.family, energy_factors or {}).numpy()
+        out["loss"] = weights[0] * float(np.mean(ew * de ** 2)) + weights[1] * float(np.mean(df ** 2)) \
             + weights[2] * float(np.mean(dw ** 2))
     fam = np.array(graphs.family)
     out["per_family"] = {}
@@ -246,6 +251,11 @@ def parse_args(argv=None):
                     help="each epoch draws the training frames of FAMILY K times (an integer "
                          ">= 1): more weight on a small family, e.g. the near-equilibrium ones "
                          "(doc/data.md) that elastic constants and phonons are made of")
+    ap.add_argument("--energy-weight", nargs="+", default=[], metavar="FAMILY=W",
+                    help="multiply the energy term of FAMILY's frames by W (> 0) in the loss and "
+                         "in the validation loss that picks the best epoch: energy differences "
+                         "between nearly equal structures (a stacking fault and the perfect "
+                         "crystal) need per-atom energies better than the data set's average")
     ap.add_argument("--warmup-steps", type=int, default=0, help="0: the first epoch")
     ap.add_argument("--final-splits", nargs="+", default=["train", "val", "test"],
                     choices=["train", "val", "test"], help="splits evaluated at the end")
@@ -288,6 +298,30 @@ def parse_oversample(items, families):
                              f"(it has {', '.join(dict.fromkeys(families))})")
         out[name] = int(k)
     return out
+
+
+def parse_energy_weight(items, families):
+    """--energy-weight FAMILY=W ... -> {family: W}; a family no split has or a W that is not a
+    number > 0 stops the run with a message naming it."""
+    out = {}
+    for item in items:
+        name, sep, w = item.partition("=")
+        try:
+            value = float(w) if sep else float("nan")
+        except ValueError:
+            value = float("nan")
+        if not (value > 0 and math.isfinite(value)):
+            raise SystemExit(f"--energy-weight {item}: expected FAMILY=W with W a number > 0")
+        if name not in families:
+            raise SystemExit(f"--energy-weight {item}: the data has no family {name!r} "
+                             f"(it has {', '.join(dict.fromkeys(families))})")
+        out[name] = value
+    return out
+
+
+def family_weights(families, factors):
+    """Per-frame multipliers [F] (float64): factors[family], 1 for a family not named."""
+    return torch.tensor([factors.get(f, 1.0) for f in families], dtype=torch.float64)
 
 
 def oversampled_frames(families, factors):
@@ -393,6 +427,11 @@ def main(argv=None):
     weights = (args.w_energy, args.w_force, args.w_virial)
     gen = torch.Generator().manual_seed(args.seed + 1)
     epoch_frames = oversampled_frames(train.family, parse_oversample(args.oversample, train.family))
+    energy_factors = parse_energy_weight(args.energy_weight, train.family + val.family + test.family)
+    train_energy_weight = family_weights(train.family, energy_factors).to(device)
+    if energy_factors:
+        print(f"[{args.element}] energy term weighted: "
+              f"{', '.join(f'{k} x{v:g}' for k, v in energy_factors.items())}", flush=True)
     if len(epoch_frames) > train.n_frames:
         print(f"[{args.element}] oversampling {' '.join(args.oversample)}: "
               f"{len(epoch_frames)} frames per epoch", flush=True)
@@ -439,8 +478,10 @@ def main(argv=None):
         for k in range(steps_per_epoch):
             for grp in opt.param_groups:
                 grp["lr"] = lr_at(epoch, k)
-            b = train.batch(perm[k * args.batch:(k + 1) * args.batch])
-            le, lf, lw = loss_terms(predict(model, b, create_graph=True), b)
+            idx = perm[k * args.batch:(k + 1) * args.batch]
+            b = train.batch(idx)
+            le, lf, lw = loss_terms(predict(model, b, create_graph=True), b,
+                                    train_energy_weight[idx.to(device)] if energy_factors else None)
             loss = weights[0] * le + weights[1] * lf + weights[2] * lw
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -458,7 +499,7 @@ def main(argv=None):
         epoch += 1
         halt = stop["signal"] is not None or out_of_time()
         if epoch % args.eval_every == 0 or epoch == planned or halt or best_epoch == 0:
-            vm, _ = metrics(ema, val, args.eval_batch, weights)
+            vm, _ = metrics(ema, val, args.eval_batch, weights, energy_factors)
             vm.pop("per_family")
             rec = dict(epoch=epoch, step=step, lr=lr_at(epoch - 1, steps_per_epoch),
                        train_loss=running / steps_done, val=vm,
@@ -517,7 +558,7 @@ def main(argv=None):
                    lr_min=args.lr_min, weights=dict(energy=weights[0], force=weights[1],
                                                     virial=weights[2]), ema=args.ema,
                    seed=args.seed, torch=torch.__version__, stop=stop_reason,
-                   oversample=args.oversample or None,
+                   oversample=args.oversample or None, energy_weight=args.energy_weight or None,
                    init_from=str(args.init_from) if args.init_from else None)
     data_desc = (f"tools/data/{args.element}.npz (sha256 of arrays "
                  f"{data_meta['sha256_arrays'][:16]}...), {data_meta['potential']['style']} "
@@ -547,7 +588,7 @@ def main(argv=None):
     for split_name, g in (("train", train), ("val", val), ("test", test)):
         if split_name not in args.final_splits:
             continue
-        m, pred = metrics(final, g, args.eval_batch, weights)
+        m, pred = metrics(final, g, args.eval_batch, weights, energy_factors)
         results[split_name] = m
         if split_name == "test":
             plot_parity(g, pred, out / "parity.png", parity_title(args.element, m))
