@@ -104,15 +104,16 @@ KOKKOS_INLINE_FUNCTION NodeElement node_element(std::int64_t i, int lmax, int ch
   x.mp = x.row - x.l * x.l - x.l;
   return x;
 }
-// One work item of the degree loop orders' node passes from its flat index
-// i = (a (lmax + 1) + l) blocks + cb, cb the block of channels (kernel_common.hpp
-// launch_node_degree).
+// One work item of the device form's node passes from its flat index
+// i = ((a (lmax + 1) + l) split + s) blocks + cb, cb the block of channels and s the part of the
+// node's edge list (kernel_common.hpp launch_device_node_pass; split 1: s = 0). The lanes of a
+// warp share a, l and s when blocks is a multiple of 32.
 struct DegreeElement {
-  int a, l, cb;
+  int a, l, cb, s;
 };
-KOKKOS_INLINE_FUNCTION DegreeElement degree_element(std::int64_t i, int lmax, int blocks) {
-  const std::int64_t al = i / blocks;
-  return {int(al / (lmax + 1)), int(al % (lmax + 1)), int(i % blocks)};
+KOKKOS_INLINE_FUNCTION DegreeElement degree_element(std::int64_t i, int lmax, int blocks, int split = 1) {
+  const std::int64_t als = i / blocks, al = als / split;
+  return {int(al / (lmax + 1)), int(al % (lmax + 1)), int(i % blocks), int(als % split)};
 }
 // Number of band rows K = sum_l (2 k(l) + 1).
 KOKKOS_INLINE_FUNCTION constexpr int band_rows(int lmax, int mmax) {

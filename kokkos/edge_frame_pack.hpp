@@ -35,6 +35,7 @@ struct EdgeFramePack {
   View2<Real, Exec> grad_band;  // [E, band_size] backward output (overwritten)
   View3<Real, Exec> grad_g;     // [E, gate_rows, 2C] backward output (overwritten; may be g's memory)
   int lmax, mmax, channels;
+  int node_split = 0;  // the device form's node pass: 1 or 2 threads per element, 0 by node_pass_split
 };
 
 // Loop order of every pass: band entries outer, channels inner and contiguous, so channel loops
@@ -195,13 +196,16 @@ struct PackBackwardEdge {
   // rows (l, +-m), kept in registers and finished by one reduce-scatter; the rotated values D x
   // of those rows; and grad_g = sum_{+-m} grad_u (D x) (the forward's u = g (D x)). Degrees
   // l >= 4 take rows_of_degree's path. grad_band and grad_g sum in other orders than the host
-  // form's: equal to rounding.
-  KOKKOS_INLINE_FUNCTION void operator()(TagDeviceForm, const Team& team) const {
+  // form's: equal to rounding. Degrees up to MaxL (TagDeviceUpTo; the launcher makes sure that
+  // lmax <= MaxL).
+  template <int MaxL>
+  KOKKOS_INLINE_FUNCTION void operator()(TagDeviceUpTo<MaxL>, const Team& team) const {
     const int e = team.league_rank() * Lanes::edges_per_team + team.team_rank();
     if (e >= n_edges) return;  // the whole group: every lane of it has this e
     const Lanes lanes = Lanes::here();
     const int i = recv(e), j = send(e);
     for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
+      if (l > MaxL) continue;  // never taken (the launcher); tells the compiler which paths exist
       if (2 * l + 1 > kMaxSlots) {
         rows_of_degree(e, i, j, l, off, lanes);
         grad_g_of_degree(e, i, j, l, band_k(l, mmax), off, lanes);
@@ -332,6 +336,7 @@ struct PackBackwardNode {
   View1<const int, Exec> recv_offsets, send_offsets, send_edges;
   View3<Real, Exec> grad_n;
   int lmax, mmax, channels;
+  int split = 1;  // device form: 2 puts the sender and the receiver edges on two threads
 
   // One team per node, accumulating into its own output rows.
   KOKKOS_INLINE_FUNCTION void operator()(TagHostForm, const Team& team) const {
@@ -363,21 +368,25 @@ struct PackBackwardNode {
   // One thread per (node a, degree l, block of V channels c0..c0+V-1) keeps all 2l+1 output
   // rows (l, m') in registers (chunks of kMaxSlots for l >= 4) and reads each grad_rot element
   // once per chunk; each band entry serves V channels. Per element the host form's products in
-  // its order (sender grouping, then receiver CSR; m).
-  template <int V>
-  KOKKOS_INLINE_FUNCTION void operator()(TagDeviceChannels<V>, std::int64_t idx) const {
-    const auto [a, l, cb] = degree_element(idx, lmax, channels / V);
+  // its order (sender grouping, then receiver CSR; m); with split 2 the sender part and the
+  // receiver part are summed on two threads and added.
+  template <int V, int MaxL>
+  KOKKOS_INLINE_FUNCTION void operator()(TagDeviceChannels<V, MaxL>, std::int64_t idx) const {
+    const auto [a, l, cb, part] = degree_element(idx, lmax, channels / V, split);
     const int C = channels, c0 = cb * V, k = band_k(l, mmax), off = band_offset(l, mmax), nrow = 2 * l + 1;
     const int n_send = send_offsets(a + 1) - send_offsets(a);
     const int n_recv = recv_offsets(a + 1) - recv_offsets(a);
-    with_pow2_slots(nrow, [&](auto slots) {
+    const int q_begin = split == 2 && part == 1 ? n_send : 0;
+    const int q_end = split == 2 && part == 0 ? n_send : n_send + n_recv;
+    if (l > MaxL) return;  // never taken (the launcher); tells the compiler which paths exist
+    with_row_slots<(MaxL <= 3)>(nrow, [&](auto slots) {
       constexpr int NV = decltype(slots)::value;
       for (int t0 = 0; t0 < nrow; t0 += NV) {
         Real acc[NV][V];
         EDGEFRAME_UNROLL
         for (int t = 0; t < NV; ++t)
           for (int v = 0; v < V; ++v) acc[t][v] = Real(0);
-        for (int q = 0; q < n_send + n_recv; ++q) {
+        for (int q = q_begin; q < q_end; ++q) {
           const bool sender = q < n_send;
           const int e = sender ? send_edges(send_offsets(a) + q) : recv_offsets(a) + (q - n_send);
           const int half = sender ? 0 : C;
@@ -396,7 +405,7 @@ struct PackBackwardNode {
         EDGEFRAME_UNROLL
         for (int t = 0; t < NV; ++t)
           if (t0 + t < nrow)
-            for (int v = 0; v < V; ++v) grad_n(a, l * l + t0 + t, c0 + v) = acc[t][v];
+            for (int v = 0; v < V; ++v) put_node_result(grad_n(a, l * l + t0 + t, c0 + v), acc[t][v], split);
       }
     });
   }
@@ -436,11 +445,13 @@ constexpr bool backward_edge_in_place(int lmax) {
 template <class Exec, class Real>
 void edge_frame_pack_backward_node(const Exec& exec, const EdgeFramePack<Exec, Real>& p, int n_nodes,
                                    KernelForm form = native_form<Exec>()) {
-  const PackBackwardNode<Exec, Real> f{p.band,   p.grad_rot, p.recv_offsets, p.send_offsets, p.send_edges,
-                                       p.grad_n, p.lmax,     p.mmax,         p.channels};
-  if (form == KernelForm::device)
+  PackBackwardNode<Exec, Real> f{p.band,   p.grad_rot, p.recv_offsets, p.send_offsets, p.send_edges,
+                                 p.grad_n, p.lmax,     p.mmax,         p.channels};
+  if (form == KernelForm::device) {
+    f.split = p.node_split > 0 ? p.node_split : node_pass_split(exec, n_nodes, p.lmax, p.channels);
+    if (f.split == 2) Kokkos::deep_copy(exec, p.grad_n, Real(0));
     launch_device_node_pass("edgeframe::edge_frame_pack_backward_node", exec, f, n_nodes);
-  else
+  } else
     Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node", team_policy<Exec, TagHostForm>(exec, n_nodes), f);
 }
 

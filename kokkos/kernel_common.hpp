@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "band_layout.hpp"  // kMaxL
+
 namespace edgeframe::kk {
 
 // One tag per pass over the same data (STYLE.md §3).
@@ -75,24 +77,66 @@ constexpr KernelForm native_form() {
 }
 struct TagHostForm {};
 struct TagDeviceForm {};
-template <int V>
-struct TagDeviceChannels {};  // the device form's node passes, V consecutive channels per thread
+// The device form compiled for degrees up to MaxL: a kernel's register count is that of its
+// heaviest path, and with MaxL = 2 the paths of degree 3 and of l >= 4 are not in the kernel.
+// ptxas (sm_90, float): pack backward-edge 96 registers instead of 124, unrotate backward 56
+// instead of 64, the node passes 66 instead of 80 (with exact register arrays, with_row_slots):
+// one more block of 128 threads per SM each. The launchers take MaxL = kShortDegrees for lmax <=
+// 2 (UMA-S, eSEN-sm, the L2 shape), kMaxL otherwise.
+inline constexpr int kShortDegrees = 2;
+template <int MaxL>
+struct TagDeviceUpTo {};  // the per-edge backward passes
+template <int V, int MaxL>
+struct TagDeviceChannels {};  // the node passes, V consecutive channels per thread
 
 // Channels per thread of the device form's node passes.
 inline int device_channel_block(int channels) { return channels % 4 == 0 ? 4 : 1; }
 
-// Launches a device-form node pass: one iteration per (node, degree l, block of V channels),
-// index ((a (lmax + 1) + l) C / V + block), 64-bit (band_layout.hpp degree_element), tag
-// TagDeviceChannels<V> with V = device_channel_block. f: a functor with lmax and channels.
-template <class Exec, class F>
-void launch_device_node_pass(const char* label, const Exec& exec, const F& f, int n_nodes) {
-  const std::int64_t items = std::int64_t(n_nodes) * (f.lmax + 1) * f.channels;
+// Threads per output element of the device form's node passes: with 2, each node's edge list
+// is split between two threads that add their partial sums into the zeroed output. Two adds onto
+// zero commute, so the result does not depend on which lands first: still deterministic. Taken
+// when the unsplit pass has fewer threads than the device runs at once (small systems: 512
+// atoms at L2, C 128 give 49 152 threads against the H200's 270 336), where ncu found the node
+// passes at 13-15 % occupancy (doc/performance.md "Kernel forms").
+template <class Exec>
+int node_pass_split(const Exec& exec, int n_nodes, int lmax, int channels) {
+  const std::int64_t threads = std::int64_t(n_nodes) * (lmax + 1) * channels / device_channel_block(channels);
+  return threads < std::int64_t(exec.concurrency()) ? 2 : 1;
+}
+
+// Launches a device-form node pass: one iteration per (node, degree l, part s of the edge list,
+// block of V channels), index (((a (lmax + 1) + l) split + s) C / V + block), 64-bit
+// (band_layout.hpp degree_element), tag TagDeviceChannels<V, MaxL> with V =
+// device_channel_block and MaxL as TagDeviceUpTo's. f: a functor with lmax, channels and split
+// (1 or 2; with 2 its output must be zeroed first).
+template <int MaxL, class Exec, class F>
+void launch_device_node_pass_up_to(const char* label, const Exec& exec, const F& f, std::int64_t items) {
   if (device_channel_block(f.channels) == 4)
     Kokkos::parallel_for(
-        label, Kokkos::RangePolicy<Exec, TagDeviceChannels<4>, Kokkos::IndexType<std::int64_t>>(exec, 0, items / 4), f);
+        label,
+        Kokkos::RangePolicy<Exec, TagDeviceChannels<4, MaxL>, Kokkos::IndexType<std::int64_t>>(exec, 0, items / 4), f);
   else
     Kokkos::parallel_for(
-        label, Kokkos::RangePolicy<Exec, TagDeviceChannels<1>, Kokkos::IndexType<std::int64_t>>(exec, 0, items), f);
+        label, Kokkos::RangePolicy<Exec, TagDeviceChannels<1, MaxL>, Kokkos::IndexType<std::int64_t>>(exec, 0, items),
+        f);
+}
+template <class Exec, class F>
+void launch_device_node_pass(const char* label, const Exec& exec, const F& f, int n_nodes) {
+  const std::int64_t items = std::int64_t(n_nodes) * (f.lmax + 1) * f.channels * f.split;
+  if (f.lmax <= kShortDegrees)
+    launch_device_node_pass_up_to<kShortDegrees>(label, exec, f, items);
+  else
+    launch_device_node_pass_up_to<kMaxL>(label, exec, f, items);
+}
+
+// Writes a node pass's result: a store, or with the edge list split an add onto the zeroed
+// element (node_pass_split).
+template <class Real>
+KOKKOS_INLINE_FUNCTION void put_node_result(Real& out, Real value, int split) {
+  if (split == 1)
+    out = value;
+  else
+    Kokkos::atomic_add(&out, value);
 }
 
 // sum_{c < n} f(c) in double, the same on every lane of the team. On the host (a team of one)

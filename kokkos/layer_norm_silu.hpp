@@ -10,7 +10,8 @@
 //   grad_a = (q - mean q - xhat mean(q xhat)) / sqrt(var + eps)
 // Nothing but a is kept for the backward: mean, var and s are made again from it (a row of H
 // values), where torch's layer_norm + silu keep the normalised rows and their statistics.
-// Statistics and channel sums in double for every Real (as rms_norm.hpp).
+// Statistics and channel sums in double for every Real (as rms_norm.hpp); s and its sigmoid in
+// the compute precision Real.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -30,7 +31,7 @@ struct LayerNormSilu {
   View1<const Real, Exec> w, b;                  // [H] affine weight and bias
   View2<Real, Exec> y;                           // [E, H] forward output
   View2<const Real, Exec> grad_y;                // [E, H] backward input
-  View2<Real, Exec> grad_a;                      // [E, H] backward output (may not alias a)
+  View2<Real, Exec> grad_a;                      // [E, H] backward output (may not alias a or grad_y)
   int width = 0, rows = 0;
   double eps = 1e-5;
 
@@ -62,6 +63,14 @@ struct LayerNormSilu {
     rstd = 1.0 / Kokkos::sqrt(var + eps);
   }
 
+  // s = xhat w + b in double, rounded to the compute precision Real for its sigmoid (float in
+  // fp32 / tf32 mode, as so2_gate.hpp's): in double the exps made these kernels issue-bound on
+  // the H200 (0.6-0.9 TB/s of their compulsory bytes, doc/performance.md "Model v2 on one H200").
+  KOKKOS_INLINE_FUNCTION static Real sigmoid(Real v) { return Real(1) / (Real(1) + Kokkos::exp(-v)); }
+  KOKKOS_INLINE_FUNCTION Real pre_activation(int c, double xhat) const {
+    return static_cast<Real>(xhat * double(w(c)) + double(b(c)));
+  }
+
   KOKKOS_INLINE_FUNCTION void operator()(TagForward, const Team& team) const {
     const int e = team.league_rank() * Lanes::edges_per_team + team.team_rank();
     if (e >= rows) return;  // the whole group: every lane of it has this e
@@ -69,31 +78,32 @@ struct LayerNormSilu {
     double mean, rstd;
     stats(lanes, e, mean, rstd);
     for (int c = lanes.index; c < width; c += Lanes::count) {
-      const double s = (x(e, c) - mean) * rstd * double(w(c)) + double(b(c));
-      y(e, c) = static_cast<Real>(s / (1.0 + Kokkos::exp(-s)));
+      const Real s = pre_activation(c, (x(e, c) - mean) * rstd);
+      y(e, c) = s * sigmoid(s);
     }
   }
 
+  // q = grad_y silu'(s) w, one sigmoid per element: the first pass sums q and q xhat and parks
+  // q in grad_a (each lane reads back only the elements it wrote), the second finishes grad_a.
   KOKKOS_INLINE_FUNCTION void operator()(TagBackward, const Team& team) const {
     const int e = team.league_rank() * Lanes::edges_per_team + team.team_rank();
     if (e >= rows) return;
     const Lanes lanes = Lanes::here();
     double mean, rstd;
     stats(lanes, e, mean, rstd);
-    // q = grad_y silu'(s) w per channel, made again inside each sum and in the final pass.
-    auto q_of = [&](int c, double xhat) {
-      const double s = xhat * double(w(c)) + double(b(c));
-      const double sig = 1.0 / (1.0 + Kokkos::exp(-s));
-      return double(grad_y(e, c)) * sig * (1.0 + s * (1.0 - sig)) * double(w(c));
-    };
-    const double q_mean = row_sum(lanes, [&](int c) { return q_of(c, (x(e, c) - mean) * rstd); }) / width;
-    const double qx_mean = row_sum(lanes, [&](int c) {
-                             const double xhat = (x(e, c) - mean) * rstd;
-                             return q_of(c, xhat) * xhat;
-                           }) / width;
+    double q_part = 0.0, qx_part = 0.0;
     for (int c = lanes.index; c < width; c += Lanes::count) {
       const double xhat = (x(e, c) - mean) * rstd;
-      grad_a(e, c) = static_cast<Real>((q_of(c, xhat) - q_mean - xhat * qx_mean) * rstd);
+      const Real s = pre_activation(c, xhat), sig = sigmoid(s);
+      const double q = double(grad_y(e, c)) * double(sig) * (1.0 + double(s) * (1.0 - double(sig))) * double(w(c));
+      q_part += q;
+      qx_part += q * xhat;
+      grad_a(e, c) = static_cast<Real>(q);
+    }
+    const double q_mean = lanes.all_sum(q_part) / width, qx_mean = lanes.all_sum(qx_part) / width;
+    for (int c = lanes.index; c < width; c += Lanes::count) {
+      const double xhat = (x(e, c) - mean) * rstd;
+      grad_a(e, c) = static_cast<Real>((double(grad_a(e, c)) - q_mean - xhat * qx_mean) * rstd);
     }
   }
 };

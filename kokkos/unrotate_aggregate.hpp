@@ -32,6 +32,7 @@ struct UnrotateAggregate {
   View1<Real, Exec> grad_env;           // [E] backward output (overwritten)
   double scale;                         // 1 / avg_neighbors
   int lmax, mmax, channels;
+  int node_split = 0;  // the device form's forward: 1 or 2 threads per element, 0 by node_pass_split
 };
 
 template <class Exec, class Real>
@@ -44,6 +45,7 @@ struct UnrotateForward {
   View3<Real, Exec> agg;
   double scale;
   int lmax, mmax, channels;
+  int split = 1;  // device form: 2 puts the first and the second half of a node's edges on two threads
 
   // One team per node a: walk its incoming edges in CSR order, accumulating into its own rows.
   KOKKOS_INLINE_FUNCTION void operator()(TagHostForm, const Team& team) const {
@@ -72,19 +74,25 @@ struct UnrotateForward {
   // rows (l, m') in registers (chunks of kMaxSlots for l >= 4) and reads each message element
   // w[e, (l, m), c] once per chunk; each band entry serves V channels. Per element the host
   // form's products in its order (edges in CSR order, then m). In a warp the lanes share a and
-  // l (when C / V is a multiple of 32): band, env and the CSR are broadcast loads.
-  template <int V>
-  KOKKOS_INLINE_FUNCTION void operator()(TagDeviceChannels<V>, std::int64_t i) const {
-    const auto [a, l, cb] = degree_element(i, lmax, channels / V);
+  // l (when C / V is a multiple of 32): band, env and the CSR are broadcast loads. With split 2
+  // the first and the second half of the node's edges are summed on two threads and added.
+  template <int V, int MaxL>
+  KOKKOS_INLINE_FUNCTION void operator()(TagDeviceChannels<V, MaxL>, std::int64_t i) const {
+    const auto [a, l, cb, part] = degree_element(i, lmax, channels / V, split);
     const int c0 = cb * V, k = band_k(l, mmax), off = band_offset(l, mmax), nrow = 2 * l + 1;
-    with_pow2_slots(nrow, [&](auto slots) {
+    const int e_first = recv_offsets(a), e_last = recv_offsets(a + 1);
+    const int e_mid = e_first + (e_last - e_first + 1) / 2;
+    const int e_begin = split == 2 && part == 1 ? e_mid : e_first;
+    const int e_end = split == 2 && part == 0 ? e_mid : e_last;
+    if (l > MaxL) return;  // never taken (the launcher); tells the compiler which paths exist
+    with_row_slots<(MaxL <= 3)>(nrow, [&](auto slots) {
       constexpr int NV = decltype(slots)::value;
       for (int t0 = 0; t0 < nrow; t0 += NV) {
         Real acc[NV][V];
         EDGEFRAME_UNROLL
         for (int t = 0; t < NV; ++t)
           for (int v = 0; v < V; ++v) acc[t][v] = Real(0);
-        for (int e = recv_offsets(a); e < recv_offsets(a + 1); ++e) {
+        for (int e = e_begin; e < e_end; ++e) {
           const Real se = static_cast<Real>(scale) * env(e);
           for (int m = -k; m <= k; ++m) {
             Real wv[V];
@@ -101,7 +109,7 @@ struct UnrotateForward {
         EDGEFRAME_UNROLL
         for (int t = 0; t < NV; ++t)
           if (t0 + t < nrow)
-            for (int v = 0; v < V; ++v) agg(a, l * l + t0 + t, c0 + v) = acc[t][v];
+            for (int v = 0; v < V; ++v) put_node_result(agg(a, l * l + t0 + t, c0 + v), acc[t][v], split);
       }
     });
   }
@@ -162,8 +170,10 @@ struct UnrotateBackward {
   // (l, m) row each lane reads G's 2l+1 rows once for rg and for its partial sums of
   // grad_band's row, kept in registers and finished by one reduce-scatter; grad_env's per-lane
   // partial sum is reduced once per edge. The channel sums go in another order than the host
-  // form's: equal to rounding.
-  KOKKOS_INLINE_FUNCTION void operator()(TagDeviceForm, const Team& team) const {
+  // form's: equal to rounding. Degrees up to MaxL (TagDeviceUpTo; the launcher makes sure that
+  // lmax <= MaxL).
+  template <int MaxL>
+  KOKKOS_INLINE_FUNCTION void operator()(TagDeviceUpTo<MaxL>, const Team& team) const {
     const int e = team.league_rank() * Lanes::edges_per_team + team.team_rank();
     if (e >= n_edges) return;  // the whole group: every lane of it has this e
     const Lanes lanes = Lanes::here();
@@ -171,6 +181,7 @@ struct UnrotateBackward {
     const Real se = static_cast<Real>(scale) * env(e);
     double genv = 0.0;
     for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
+      if (l > MaxL) continue;  // never taken (the launcher); tells the compiler which paths exist
       const int k = band_k(l, mmax);
       with_pow2_slots(2 * l + 1, [&](auto slots) {
         constexpr int NV = decltype(slots)::value;
@@ -219,10 +230,12 @@ struct UnrotateBackward {
 template <class Exec, class Real>
 void unrotate_aggregate_forward(const Exec& exec, const UnrotateAggregate<Exec, Real>& p, int n_nodes,
                                 KernelForm form = native_form<Exec>()) {
-  const UnrotateForward<Exec, Real> f{p.w, p.band, p.env, p.recv_offsets, p.agg, p.scale, p.lmax, p.mmax, p.channels};
-  if (form == KernelForm::device)
+  UnrotateForward<Exec, Real> f{p.w, p.band, p.env, p.recv_offsets, p.agg, p.scale, p.lmax, p.mmax, p.channels};
+  if (form == KernelForm::device) {
+    f.split = p.node_split > 0 ? p.node_split : node_pass_split(exec, n_nodes, p.lmax, p.channels);
+    if (f.split == 2) Kokkos::deep_copy(exec, p.agg, Real(0));
     launch_device_node_pass("edgeframe::unrotate_aggregate", exec, f, n_nodes);
-  else
+  } else
     Kokkos::parallel_for("edgeframe::unrotate_aggregate", team_policy<Exec, TagHostForm>(exec, n_nodes), f);
 }
 

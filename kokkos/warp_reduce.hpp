@@ -18,7 +18,8 @@
 #include <Kokkos_Core.hpp>
 #include <type_traits>
 
-#include "kernel_common.hpp"  // KernelForm, team_policy
+#include "band_layout.hpp"    // kMaxL
+#include "kernel_common.hpp"  // KernelForm, team_policy, TagDeviceUpTo
 
 namespace edgeframe::kk {
 
@@ -125,11 +126,14 @@ Kokkos::TeamPolicy<Exec, Tag> edge_lanes_policy(const Exec& exec, int n_edges) {
 }
 
 // Launches a per-edge pass (pack backward-edge, unrotate backward) in the given form: the device
-// form on edge_lanes_policy, the host form one team per edge.
+// form on edge_lanes_policy (compiled for degrees up to kShortDegrees where f.lmax allows,
+// kernel_common.hpp TagDeviceUpTo), the host form one team per edge.
 template <class Exec, class F>
 void launch_edge_pass(const char* label, const Exec& exec, const F& f, int n_edges, KernelForm form) {
-  if (form == KernelForm::device)
-    Kokkos::parallel_for(label, edge_lanes_policy<Exec, TagDeviceForm>(exec, n_edges), f);
+  if (form == KernelForm::device && f.lmax <= kShortDegrees)
+    Kokkos::parallel_for(label, edge_lanes_policy<Exec, TagDeviceUpTo<kShortDegrees>>(exec, n_edges), f);
+  else if (form == KernelForm::device)
+    Kokkos::parallel_for(label, edge_lanes_policy<Exec, TagDeviceUpTo<kMaxL>>(exec, n_edges), f);
   else
     Kokkos::parallel_for(label, team_policy<Exec, TagHostForm>(exec, n_edges), f);
 }
@@ -150,6 +154,28 @@ KOKKOS_INLINE_FUNCTION void with_pow2_slots(int n, const F& f) {
     f(std::integral_constant<int, 4>{});
   else
     f(std::integral_constant<int, kMaxSlots>{});
+}
+
+// Calls f(std::integral_constant<int, NV>{}) with NV = n for n = 1, 3, 5, 7 (2l + 1 of l <= 3)
+// where Exact, kMaxSlots for n > kMaxSlots; with_pow2_slots's NV where not Exact. Exact arrays
+// save registers in kernels whose heaviest degree is small (TagDeviceChannels<V, MaxL>); where
+// degree 3 is in the kernel, NV = 7 weighs as much as 8.
+template <bool Exact, class F>
+KOKKOS_INLINE_FUNCTION void with_row_slots(int n, const F& f) {
+  if constexpr (Exact) {
+    if (n <= 1)
+      f(std::integral_constant<int, 1>{});
+    else if (n <= 3)
+      f(std::integral_constant<int, 3>{});
+    else if (n <= 5)
+      f(std::integral_constant<int, 5>{});
+    else if (n <= 7)
+      f(std::integral_constant<int, 7>{});
+    else
+      f(std::integral_constant<int, kMaxSlots>{});
+  } else {
+    with_pow2_slots(n, f);
+  }
 }
 
 }  // namespace edgeframe::kk

@@ -201,7 +201,7 @@ struct Outputs {
 template <class Exec, class Real>
 Outputs run_kernels(const HostCase& h, const std::vector<double>& n, const std::vector<double>& band,
                     const std::vector<double>& g, const std::vector<double>& w, const std::vector<double>& env,
-                    double scale, kk::KernelForm form = kk::native_form<Exec>()) {
+                    double scale, kk::KernelForm form = kk::native_form<Exec>(), int node_split = 0) {
   const int C = h.s.channels;
   Exec exec;
   auto dn = up1<Real, Exec>(n, "n"), dband = up1<Real, Exec>(band, "band"), dg = up1<Real, Exec>(g, "g");
@@ -231,7 +231,8 @@ Outputs run_kernels(const HostCase& h, const std::vector<double>& n, const std::
                                      grad_g,
                                      h.s.lmax,
                                      h.s.mmax,
-                                     C};
+                                     C,
+                                     node_split};
   kk::edge_frame_pack_forward(exec, pack, h.E, form);
   kk::edge_frame_pack_backward(exec, pack, h.E, h.N, form);
   kk::UnrotateAggregate<Exec, Real> unrot{as3<Real, Exec>(dw, h.E, h.K, C),
@@ -247,7 +248,8 @@ Outputs run_kernels(const HostCase& h, const std::vector<double>& n, const std::
                                           scale,
                                           h.s.lmax,
                                           h.s.mmax,
-                                          C};
+                                          C,
+                                          node_split};
   kk::unrotate_aggregate_forward(exec, unrot, h.N, form);
   kk::unrotate_aggregate_backward(exec, unrot, h.E, form);
   exec.fence("test: results to the host");
@@ -365,6 +367,32 @@ TYPED_TEST(PackUnrotateTest, DeviceFormMatchesHostForm) {
         ASSERT_NEAR((*a)[i], (*b)[i], kLoopRelTol * sc)
             << what << " L " << s.lmax << " mmax " << s.mmax << " C " << s.channels << " " << i;
     }
+  }
+}
+
+// The device form's node passes with each node's edge list on two threads (kernel_common.hpp
+// node_pass_split; taken for small systems on a device, never by the host tests' own rule):
+// the same grad_n and agg as one thread per element to rounding (the two parts are summed
+// apart, then added), the same bits on a second run (two adds onto zero commute), every other
+// output untouched.
+TYPED_TEST(PackUnrotateTest, SplitNodePassesMatchTheUnsplitOnes) {
+  const Shape shapes[] = {{2, 2, 64}, {3, 1, 33}, {5, 2, 36}, {0, 1, 8}};
+  for (const Shape& s : shapes) {
+    const auto h = make_case(s, 67);
+    const auto one = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::KernelForm::device, 1);
+    const auto two = run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::KernelForm::device, 2);
+    const auto again =
+        run_kernels<TypeParam, double>(h, h.n, h.band, h.g, h.w, h.env, kScale, kk::KernelForm::device, 2);
+    for (auto [a, b, what] : {std::tuple{&one.agg, &two.agg, "agg"}, {&one.grad_n, &two.grad_n, "grad_n"}}) {
+      const double sc = max_abs(*a);
+      ASSERT_GT(sc, 0.0) << what;
+      for (size_t i = 0; i < a->size(); ++i)
+        ASSERT_NEAR((*a)[i], (*b)[i], kLoopRelTol * sc) << what << " L " << s.lmax << " C " << s.channels << " " << i;
+    }
+    EXPECT_EQ(two.agg, again.agg);
+    EXPECT_EQ(two.grad_n, again.grad_n);
+    EXPECT_EQ(one.u, two.u);
+    EXPECT_EQ(one.grad_w, two.grad_w);
   }
 }
 

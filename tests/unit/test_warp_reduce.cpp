@@ -91,4 +91,17 @@ TEST(WarpReduceScatter, SlotsCoverEveryDegree) {
   }
 }
 
+TEST(WarpReduceScatter, ExactSlotsHoldEachDegreesRows) {
+  // with_row_slots<true> gives 2l + 1 itself up to kMaxSlots (the node passes' register arrays
+  // when degree 3 and above are not in the kernel), kMaxSlots beyond; <false> is with_pow2_slots.
+  for (int l = 0; l <= 8; ++l) {
+    int exact = 0, pow2 = 0, plain = 0;
+    kk::with_row_slots<true>(2 * l + 1, [&](auto slots) { exact = decltype(slots)::value; });
+    kk::with_row_slots<false>(2 * l + 1, [&](auto slots) { pow2 = decltype(slots)::value; });
+    kk::with_pow2_slots(2 * l + 1, [&](auto slots) { plain = decltype(slots)::value; });
+    EXPECT_EQ(exact, 2 * l + 1 <= kk::kMaxSlots ? 2 * l + 1 : kk::kMaxSlots) << l;
+    EXPECT_EQ(pow2, plain) << l;
+  }
+}
+
 }  // namespace
