@@ -92,12 +92,15 @@ struct TagDeviceChannels {};  // the node passes, V consecutive channels per thr
 // Channels per thread of the device form's node passes.
 inline int device_channel_block(int channels) { return channels % 4 == 0 ? 4 : 1; }
 
-// Threads per output element of the device form's node passes: with 2, each node's edge list
-// is split between two threads that add their partial sums into the zeroed output. Two adds onto
-// zero commute, so the result does not depend on which lands first: still deterministic. Taken
-// when the unsplit pass has fewer threads than the device runs at once (small systems: 512
-// atoms at L2, C 128 give 49 152 threads against the H200's 270 336), where ncu found the node
-// passes at 13-15 % occupancy (doc/performance.md "Kernel forms").
+// Threads per output element of the pack's backward node pass (device form): with 2, a node's
+// sender edges and its receiver edges are summed on two threads that add their partial sums into
+// the zeroed output. Two adds onto zero commute, so the result does not depend on which lands
+// first: still deterministic. Edges that add exact zeros (beyond r_cut in a graph kept with a
+// skin) leave both parts' sums as they were (Evaluator.EdgesBeyondTheCutoffAddNothing); a split
+// of one edge list into halves would not, so the unrotate forward pass is not split. Taken when
+// the unsplit pass has fewer threads than the device runs at once (small systems: 512 atoms at
+// L2, C 128 give 49 152 threads against the H200's 270 336), where ncu found the node passes at
+// 13-15 % occupancy (doc/performance.md "Kernel forms").
 template <class Exec>
 int node_pass_split(const Exec& exec, int n_nodes, int lmax, int channels) {
   const std::int64_t threads = std::int64_t(n_nodes) * (lmax + 1) * channels / device_channel_block(channels);

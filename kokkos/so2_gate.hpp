@@ -44,14 +44,12 @@ struct So2Gate {
   // stored sigmoid would be). In double they made the kernel issue-bound on the GPU (ncu,
   // SM 69-80 % busy, DRAM 40-48 % on the H200); the products stay in double.
   KOKKOS_INLINE_FUNCTION static Real sigmoid(Real v) { return Real(1) / (Real(1) + Kokkos::exp(-v)); }
-  KOKKOS_INLINE_FUNCTION Real s0_at(int e, int c) const { return sig0.extent(0) ? sig0(e, c) : sigmoid(z(e, c)); }
-  KOKKOS_INLINE_FUNCTION Real gate_at(int e, int l, int c) const {
-    return sig.extent(0) ? sig(e, (l - 1) * channels + c) : sigmoid(z(e, (lmax + l) * channels + c));
+  KOKKOS_INLINE_FUNCTION double s0_at(int e, int c) const {
+    return sig0.extent(0) ? double(sig0(e, c)) : double(sigmoid(z(e, c)));
   }
-  // A product of two Real values: formed in Real, it is the product in double rounded once to
-  // Real (a float product is exact in double), so the single products below are taken in Real,
-  // without the conversions to and from double that made the gate issue-bound; sums and the
-  // SiLU derivative stay in double.
+  KOKKOS_INLINE_FUNCTION double gate_at(int e, int l, int c) const {
+    return sig.extent(0) ? double(sig(e, (l - 1) * channels + c)) : double(sigmoid(z(e, (lmax + l) * channels + c)));
+  }
   // Packed rows of degree l >= 1: (l, 0), then (l, +m) and (l, -m) for m = 1..min(l, mmax).
   // Looping degree by degree keeps each gate in a register: per-degree arrays indexed by a
   // row's degree went to local memory on the GPU.
@@ -65,12 +63,13 @@ struct So2Gate {
   // One channel of one edge; rows(l, k) gives row_of_degree(l, k) (computed, or from a table).
   template <class Rows>
   KOKKOS_INLINE_FUNCTION void forward_channel(int e, int c, const Rows& rows) const {
-    x(e, 0, c) = z(e, c) * s0_at(e, c);
+    const double z0 = zv(e, 0, c);
+    x(e, 0, c) = static_cast<Real>(z0 * s0_at(e, c));
     for (int l = 1; l <= lmax; ++l) {
-      const Real s = gate_at(e, l, c);
+      const double s = gate_at(e, l, c);
       for (int k = 0; k < rows_of_degree(l); ++k) {
         const int r = rows(l, k);
-        x(e, r, c) = z(e, z_row(r) * channels + c) * s;
+        x(e, r, c) = static_cast<Real>(zv(e, z_row(r), c) * s);
       }
     }
   }
@@ -80,15 +79,15 @@ struct So2Gate {
     const double z0 = zv(e, 0, c), s0 = s0_at(e, c);
     grad_z(e, c) = static_cast<Real>(double(grad_x(e, 0, c)) * s0 * (1.0 + z0 * (1.0 - s0)));
     for (int l = 1; l <= lmax; ++l) {
-      const Real s = gate_at(e, l, c);
+      const double s = gate_at(e, l, c);
       double dgate = 0.0;
       for (int k = 0; k < rows_of_degree(l); ++k) {
         const int r = rows(l, k), q = z_row(r);
-        const Real g = grad_x(e, r, c);
-        grad_z(e, q * channels + c) = g * s;
-        dgate += double(g) * zv(e, q, c);
+        const double g = double(grad_x(e, r, c));
+        grad_z(e, q * channels + c) = static_cast<Real>(g * s);
+        dgate += g * zv(e, q, c);
       }
-      grad_z(e, (lmax + l) * channels + c) = static_cast<Real>(dgate * s * (1.0 - double(s)));
+      grad_z(e, (lmax + l) * channels + c) = static_cast<Real>(dgate * s * (1.0 - s));
     }
   }
 
@@ -113,14 +112,14 @@ struct So2Gate {
     }
     const Real *ze = &z(e, 0), *s0 = &sig0(e, 0);
     Real* xe = &x(e, 0, 0);
-    for (int c = 0; c < channels; ++c) xe[c] = ze[c] * s0[c];
+    for (int c = 0; c < channels; ++c) xe[c] = static_cast<Real>(double(ze[c]) * double(s0[c]));
     for (int l = 1; l <= lmax; ++l) {
       const Real* sl = &sig(e, (l - 1) * channels);
       for (int k = 0; k < rows_of_degree(l); ++k) {
         const int r = row_of_degree(l, k);
         const Real* zq = ze + z_row(r) * channels;
         Real* xr = xe + r * channels;
-        for (int c = 0; c < channels; ++c) xr[c] = zq[c] * sl[c];
+        for (int c = 0; c < channels; ++c) xr[c] = static_cast<Real>(double(zq[c]) * double(sl[c]));
       }
     }
   }
@@ -144,7 +143,7 @@ struct So2Gate {
         const Real *g = gxe + r * channels, *zq = ze + q * channels;
         Real* out = gze + q * channels;
         for (int c = 0; c < channels; ++c) {
-          out[c] = g[c] * sl[c];
+          out[c] = static_cast<Real>(double(g[c]) * double(sl[c]));
           dgate[c] += double(g[c]) * double(zq[c]);
         }
       }

@@ -32,7 +32,6 @@ struct UnrotateAggregate {
   View1<Real, Exec> grad_env;           // [E] backward output (overwritten)
   double scale;                         // 1 / avg_neighbors
   int lmax, mmax, channels;
-  int node_split = 0;  // the device form's forward: 1 or 2 threads per element, 0 by node_pass_split
 };
 
 template <class Exec, class Real>
@@ -45,7 +44,7 @@ struct UnrotateForward {
   View3<Real, Exec> agg;
   double scale;
   int lmax, mmax, channels;
-  int split = 1;  // device form: 2 puts the first and the second half of a node's edges on two threads
+  int split = 1;  // launch_device_node_pass's (this pass is not split: see node_pass_split)
 
   // One team per node a: walk its incoming edges in CSR order, accumulating into its own rows.
   KOKKOS_INLINE_FUNCTION void operator()(TagHostForm, const Team& team) const {
@@ -74,16 +73,11 @@ struct UnrotateForward {
   // rows (l, m') in registers (chunks of kMaxSlots for l >= 4) and reads each message element
   // w[e, (l, m), c] once per chunk; each band entry serves V channels. Per element the host
   // form's products in its order (edges in CSR order, then m). In a warp the lanes share a and
-  // l (when C / V is a multiple of 32): band, env and the CSR are broadcast loads. With split 2
-  // the first and the second half of the node's edges are summed on two threads and added.
+  // l (when C / V is a multiple of 32): band, env and the CSR are broadcast loads.
   template <int V, int MaxL>
   KOKKOS_INLINE_FUNCTION void operator()(TagDeviceChannels<V, MaxL>, std::int64_t i) const {
-    const auto [a, l, cb, part] = degree_element(i, lmax, channels / V, split);
-    const int c0 = cb * V, k = band_k(l, mmax), off = band_offset(l, mmax), nrow = 2 * l + 1;
-    const int e_first = recv_offsets(a), e_last = recv_offsets(a + 1);
-    const int e_mid = e_first + (e_last - e_first + 1) / 2;
-    const int e_begin = split == 2 && part == 1 ? e_mid : e_first;
-    const int e_end = split == 2 && part == 0 ? e_mid : e_last;
+    const DegreeElement el = degree_element(i, lmax, channels / V);
+    const int a = el.a, l = el.l, c0 = el.cb * V, k = band_k(l, mmax), off = band_offset(l, mmax), nrow = 2 * l + 1;
     if (l > MaxL) return;  // never taken (the launcher); tells the compiler which paths exist
     with_row_slots<(MaxL <= 3)>(nrow, [&](auto slots) {
       constexpr int NV = decltype(slots)::value;
@@ -92,7 +86,7 @@ struct UnrotateForward {
         EDGEFRAME_UNROLL
         for (int t = 0; t < NV; ++t)
           for (int v = 0; v < V; ++v) acc[t][v] = Real(0);
-        for (int e = e_begin; e < e_end; ++e) {
+        for (int e = recv_offsets(a); e < recv_offsets(a + 1); ++e) {
           const Real se = static_cast<Real>(scale) * env(e);
           for (int m = -k; m <= k; ++m) {
             Real wv[V];
@@ -109,7 +103,7 @@ struct UnrotateForward {
         EDGEFRAME_UNROLL
         for (int t = 0; t < NV; ++t)
           if (t0 + t < nrow)
-            for (int v = 0; v < V; ++v) put_node_result(agg(a, l * l + t0 + t, c0 + v), acc[t][v], split);
+            for (int v = 0; v < V; ++v) agg(a, l * l + t0 + t, c0 + v) = acc[t][v];
       }
     });
   }
@@ -230,12 +224,10 @@ struct UnrotateBackward {
 template <class Exec, class Real>
 void unrotate_aggregate_forward(const Exec& exec, const UnrotateAggregate<Exec, Real>& p, int n_nodes,
                                 KernelForm form = native_form<Exec>()) {
-  UnrotateForward<Exec, Real> f{p.w, p.band, p.env, p.recv_offsets, p.agg, p.scale, p.lmax, p.mmax, p.channels};
-  if (form == KernelForm::device) {
-    f.split = p.node_split > 0 ? p.node_split : node_pass_split(exec, n_nodes, p.lmax, p.channels);
-    if (f.split == 2) Kokkos::deep_copy(exec, p.agg, Real(0));
+  const UnrotateForward<Exec, Real> f{p.w, p.band, p.env, p.recv_offsets, p.agg, p.scale, p.lmax, p.mmax, p.channels};
+  if (form == KernelForm::device)
     launch_device_node_pass("edgeframe::unrotate_aggregate", exec, f, n_nodes);
-  } else
+  else
     Kokkos::parallel_for("edgeframe::unrotate_aggregate", team_policy<Exec, TagHostForm>(exec, n_nodes), f);
 }
 

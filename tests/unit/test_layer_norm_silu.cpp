@@ -23,10 +23,17 @@ struct Case {
 };
 
 class LayerNormSiluTest : public ::testing::TestWithParam<Case> {};
+void check_against_the_composition(const Case& c, int H);
 
+// Widths: 4 keeps a row in registers on every backend (a single lane holds kRowRegisters), 40
+// on a GPU warp only (streams on the host), 300 streams everywhere (layer_norm_silu.hpp).
 TEST_P(LayerNormSiluTest, ValuesAndGradientMatchTheTorchComposition) {
-  const Case c = GetParam();
-  constexpr int E = 53, H = 40, Z = 7;
+  for (const int H : {4, 40, 300}) check_against_the_composition(GetParam(), H);
+}
+
+void check_against_the_composition(const Case& c, int H) {
+  SCOPED_TRACE("width " + std::to_string(H));
+  constexpr int E = 53, Z = 7;
   constexpr double kEps = 1e-5;
   torch::manual_seed(11);
   const auto opts = torch::TensorOptions().dtype(c.dtype).device(bridge::device());
@@ -48,22 +55,26 @@ TEST_P(LayerNormSiluTest, ValuesAndGradientMatchTheTorchComposition) {
   }
   const torch::Tensor probe = torch::randn({E, H}, opts);
 
-  const torch::Tensor a1 = base.clone().requires_grad_(true), a2 = base.clone().requires_grad_(true);
+  // The composition in fp64 of the same values (exact for fp32 inputs): torch's float
+  // layer_norm loses about mean / std ulps in rows of small spread (up to 2e-6 relative here),
+  // more than the kernel, whose statistics are in double.
+  const auto f64 = [](const torch::Tensor& t) { return t.to(torch::kFloat64); };
+  const torch::Tensor a1 = base.clone().requires_grad_(true), a2 = f64(base).requires_grad_(true);
   const torch::Tensor got = impl::layer_norm_silu(a1, w, b, kEps, add);
   torch::Tensor x = a2;
   if (c.tables)
-    x = x + add.table_src.index_select(0, add.row_send.to(torch::kLong)) +
-        add.table_tgt.index_select(0, add.row_recv.to(torch::kLong));
-  const torch::Tensor want = torch::silu(torch::layer_norm(x, {H}, w, b, kEps));
+    x = x + f64(add.table_src).index_select(0, add.row_send.to(torch::kLong)) +
+        f64(add.table_tgt).index_select(0, add.row_recv.to(torch::kLong));
+  const torch::Tensor want = torch::silu(torch::layer_norm(x, {H}, f64(w), f64(b), kEps));
   ASSERT_EQ(got.sizes(), want.sizes());
-  EXPECT_LT(rel(got, want), c.tolerance);
+  EXPECT_LT(rel(f64(got), want), c.tolerance);
   const torch::Tensor g1 = torch::autograd::grad({(got * probe).sum()}, {a1})[0];
-  const torch::Tensor g2 = torch::autograd::grad({(want * probe).sum()}, {a2})[0];
-  EXPECT_LT(rel(g1, g2), c.tolerance);
+  const torch::Tensor g2 = torch::autograd::grad({(want * f64(probe)).sum()}, {a2})[0];
+  EXPECT_LT(rel(f64(g1), g2), c.tolerance);
   // The constant row's output is silu(b) (xhat = 0) and so is the composition's.
   EXPECT_LT(rel(got[4], torch::silu(b)), c.tolerance);
-  std::printf("[ measured ] layer_norm_silu %s tables %d: values %.1e, gradient %.1e (relative)\n",
-              c10::toString(c.dtype), int(c.tables), rel(got, want), rel(g1, g2));
+  std::printf("[ measured ] layer_norm_silu %s tables %d width %d: values %.1e, gradient %.1e (relative)\n",
+              c10::toString(c.dtype), int(c.tables), H, rel(got, want), rel(g1, g2));
 }
 
 TEST(LayerNormSilu, RefusesMismatchedShapes) {
@@ -79,11 +90,11 @@ TEST(LayerNormSilu, RefusesMismatchedShapes) {
 }
 
 // fp64: the same operations in another order (the kernel's statistics are in double for both
-// dtypes). fp32: torch's float statistics against the kernel's double ones and float rounding
-// of each output.
+// dtypes). fp32: the kernel's float rounding of s, its sigmoid and each output against the
+// composition in fp64, a few float ulps (measured up to 9.3e-8 on the CPU).
 INSTANTIATE_TEST_SUITE_P(Cases, LayerNormSiluTest,
                          ::testing::Values(Case{torch::kFloat64, false, 1e-13}, Case{torch::kFloat64, true, 1e-13},
-                                           Case{torch::kFloat32, false, 2e-6}, Case{torch::kFloat32, true, 2e-6}),
+                                           Case{torch::kFloat32, false, 5e-7}, Case{torch::kFloat32, true, 5e-7}),
                          [](const auto& info) {
                            const Case& c = info.param;
                            return std::string(c.dtype == torch::kFloat64 ? "fp64" : "fp32") +
