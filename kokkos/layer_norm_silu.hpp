@@ -71,37 +71,10 @@ struct LayerNormSilu {
     return static_cast<Real>(xhat * double(w(c)) + double(b(c)));
   }
 
-  // Rows of up to kRowRegisters values per lane (128 channels on a warp: UMA-S's and eSEN's edge
-  // channels) are read once into registers and kept there through both sums and the output:
-  // the streaming form below reads each value again for every pass (and the backward parks q in
-  // grad_a between its passes). Wider rows, and on host backends (a single lane) rows wider than
-  // kRowRegisters, stream. Both forms sum in the same order (lane by lane, then the butterfly).
-  static constexpr int kRowRegisters = 4;
-  KOKKOS_INLINE_FUNCTION bool row_in_registers() const { return width <= Lanes::count * kRowRegisters; }
-
   KOKKOS_INLINE_FUNCTION void operator()(TagForward, const Team& team) const {
     const int e = team.league_rank() * Lanes::edges_per_team + team.team_rank();
     if (e >= rows) return;  // the whole group: every lane of it has this e
     const Lanes lanes = Lanes::here();
-    if (row_in_registers()) {
-      double xv[kRowRegisters], sum = 0.0, sq = 0.0;
-      for (int k = 0; k < kRowRegisters; ++k) {
-        const int c = lanes.index + k * Lanes::count;
-        xv[k] = c < width ? x(e, c) : 0.0;
-        sum += xv[k];
-      }
-      const double mean = lanes.all_sum(sum) / width;
-      for (int k = 0; k < kRowRegisters; ++k)
-        if (lanes.index + k * Lanes::count < width) sq += (xv[k] - mean) * (xv[k] - mean);
-      const double rstd = 1.0 / Kokkos::sqrt(lanes.all_sum(sq) / width + eps);
-      for (int k = 0; k < kRowRegisters; ++k) {
-        const int c = lanes.index + k * Lanes::count;
-        if (c >= width) continue;
-        const Real s = pre_activation(c, (xv[k] - mean) * rstd);
-        y(e, c) = s * sigmoid(s);
-      }
-      return;
-    }
     double mean, rstd;
     stats(lanes, e, mean, rstd);
     for (int c = lanes.index; c < width; c += Lanes::count) {
@@ -110,7 +83,11 @@ struct LayerNormSilu {
     }
   }
 
-  // q = grad_y silu'(s) w, one sigmoid per element.
+  // q = grad_y silu'(s) w, one sigmoid per element: the backward's first pass sums q and q xhat
+  // and parks q in grad_a (each lane reads back only the elements it wrote), the second finishes
+  // grad_a. Keeping each lane's row values and q in registers instead (one read of a) made the
+  // backward slower on the H200 (12.0 against 9.8 ms per step at 646 590 edges, the forward 6.1
+  // against 6.6; doc/performance.md "Kernel forms"), so both passes stream.
   KOKKOS_INLINE_FUNCTION double q_of(int e, int c, double xhat) const {
     const Real s = pre_activation(c, xhat), sig = sigmoid(s);
     return double(grad_y(e, c)) * double(sig) * (1.0 + double(s) * (1.0 - double(sig))) * double(w(c));
@@ -120,33 +97,6 @@ struct LayerNormSilu {
     const int e = team.league_rank() * Lanes::edges_per_team + team.team_rank();
     if (e >= rows) return;
     const Lanes lanes = Lanes::here();
-    if (row_in_registers()) {
-      double xv[kRowRegisters], q[kRowRegisters], sum = 0.0, sq = 0.0, q_part = 0.0, qx_part = 0.0;
-      for (int k = 0; k < kRowRegisters; ++k) {
-        const int c = lanes.index + k * Lanes::count;
-        xv[k] = c < width ? x(e, c) : 0.0;
-        sum += xv[k];
-      }
-      const double mean = lanes.all_sum(sum) / width;
-      for (int k = 0; k < kRowRegisters; ++k)
-        if (lanes.index + k * Lanes::count < width) sq += (xv[k] - mean) * (xv[k] - mean);
-      const double rstd = 1.0 / Kokkos::sqrt(lanes.all_sum(sq) / width + eps);
-      for (int k = 0; k < kRowRegisters; ++k) {
-        const int c = lanes.index + k * Lanes::count;
-        xv[k] = (xv[k] - mean) * rstd;  // xhat from here on
-        q[k] = c < width ? q_of(e, c, xv[k]) : 0.0;
-        q_part += q[k];
-        qx_part += q[k] * xv[k];
-      }
-      const double q_mean = lanes.all_sum(q_part) / width, qx_mean = lanes.all_sum(qx_part) / width;
-      for (int k = 0; k < kRowRegisters; ++k) {
-        const int c = lanes.index + k * Lanes::count;
-        if (c < width) grad_a(e, c) = static_cast<Real>((q[k] - q_mean - xv[k] * qx_mean) * rstd);
-      }
-      return;
-    }
-    // Streaming: the first pass sums q and q xhat and parks q in grad_a (each lane reads back
-    // only the elements it wrote), the second finishes grad_a.
     double mean, rstd;
     stats(lanes, e, mean, rstd);
     double q_part = 0.0, qx_part = 0.0;

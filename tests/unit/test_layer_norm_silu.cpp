@@ -25,8 +25,8 @@ struct Case {
 class LayerNormSiluTest : public ::testing::TestWithParam<Case> {};
 void check_against_the_composition(const Case& c, int H);
 
-// Widths: 4 keeps a row in registers on every backend (a single lane holds kRowRegisters), 40
-// on a GPU warp only (streams on the host), 300 streams everywhere (layer_norm_silu.hpp).
+// Widths: fewer channels than a GPU warp has lanes (idle lanes in every sum), more, and several
+// per lane (each lane's partial sums run over up to 10 channels).
 TEST_P(LayerNormSiluTest, ValuesAndGradientMatchTheTorchComposition) {
   for (const int H : {4, 40, 300}) check_against_the_composition(GetParam(), H);
 }
