@@ -80,8 +80,8 @@ struct TagDeviceForm {};
 // The device form compiled for degrees up to MaxL: a kernel's register count is that of its
 // heaviest path, and with MaxL = 2 the paths of degree 3 and of l >= 4 are not in the kernel.
 // ptxas (sm_90, float): pack backward-edge 96 registers instead of 124, unrotate backward 56
-// instead of 64, the node passes 66 instead of 80 (with exact register arrays, with_row_slots):
-// one more block of 128 threads per SM each. The launchers take MaxL = kShortDegrees for lmax <=
+// instead of 64, the node passes (with exact register arrays, with_row_slots) 66 and 60 instead
+// of 80 and 75: one more block of 128 threads per SM each. The launchers take MaxL = kShortDegrees for lmax <=
 // 2 (UMA-S, eSEN-sm, the L2 shape), kMaxL otherwise.
 inline constexpr int kShortDegrees = 2;
 template <int MaxL>
