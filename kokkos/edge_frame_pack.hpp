@@ -450,7 +450,7 @@ void edge_frame_pack_backward_node(const Exec& exec, const EdgeFramePack<Exec, R
   if (form == KernelForm::device) {
     f.split = p.node_split > 0 ? p.node_split : node_pass_split(exec, n_nodes, p.lmax, p.channels);
     if (f.split == 2) Kokkos::deep_copy(exec, p.grad_n, Real(0));
-    launch_device_node_pass("edgeframe::edge_frame_pack_backward_node", exec, f, n_nodes);
+    launch_device_node_pass("edgeframe::edge_frame_pack_backward_node", exec, f, n_nodes, f.split);
   } else
     Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node", team_policy<Exec, TagHostForm>(exec, n_nodes), f);
 }

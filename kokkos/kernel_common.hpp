@@ -80,10 +80,18 @@ struct TagDeviceForm {};
 // The device form compiled for degrees up to MaxL: a kernel's register count is that of its
 // heaviest path, and with MaxL = 2 the paths of degree 3 and of l >= 4 are not in the kernel.
 // ptxas (sm_90, float): pack backward-edge 96 registers instead of 124, unrotate backward 56
-// instead of 64, the node passes (with exact register arrays, with_row_slots) 66 and 60 instead
+// instead of 64, the node passes (with exact register arrays, with_row_slots) 66 and 59 instead
 // of 80 and 75: one more block of 128 threads per SM each. The launchers take MaxL = kShortDegrees for lmax <=
 // 2 (UMA-S, eSEN-sm, the L2 shape), kMaxL otherwise.
 inline constexpr int kShortDegrees = 2;
+// Calls f(std::integral_constant<int, MaxL>{}) with the degree bound the launchers compile for.
+template <class F>
+void with_degree_bound(int lmax, const F& f) {
+  if (lmax <= kShortDegrees)
+    f(std::integral_constant<int, kShortDegrees>{});
+  else
+    f(std::integral_constant<int, kMaxL>{});
+}
 template <int MaxL>
 struct TagDeviceUpTo {};  // the per-edge backward passes
 template <int V, int MaxL>
@@ -110,26 +118,19 @@ int node_pass_split(const Exec& exec, int n_nodes, int lmax, int channels) {
 // Launches a device-form node pass: one iteration per (node, degree l, part s of the edge list,
 // block of V channels), index (((a (lmax + 1) + l) split + s) C / V + block), 64-bit
 // (band_layout.hpp degree_element), tag TagDeviceChannels<V, MaxL> with V =
-// device_channel_block and MaxL as TagDeviceUpTo's. f: a functor with lmax, channels and split
-// (1 or 2; with 2 its output must be zeroed first).
-template <int MaxL, class Exec, class F>
-void launch_device_node_pass_up_to(const char* label, const Exec& exec, const F& f, std::int64_t items) {
-  if (device_channel_block(f.channels) == 4)
-    Kokkos::parallel_for(
-        label,
-        Kokkos::RangePolicy<Exec, TagDeviceChannels<4, MaxL>, Kokkos::IndexType<std::int64_t>>(exec, 0, items / 4), f);
-  else
-    Kokkos::parallel_for(
-        label, Kokkos::RangePolicy<Exec, TagDeviceChannels<1, MaxL>, Kokkos::IndexType<std::int64_t>>(exec, 0, items),
-        f);
-}
+// device_channel_block and MaxL from with_degree_bound. f: a functor with lmax and channels;
+// split: the functor's own (1 or 2; with 2 its output must be zeroed first).
 template <class Exec, class F>
-void launch_device_node_pass(const char* label, const Exec& exec, const F& f, int n_nodes) {
-  const std::int64_t items = std::int64_t(n_nodes) * (f.lmax + 1) * f.channels * f.split;
-  if (f.lmax <= kShortDegrees)
-    launch_device_node_pass_up_to<kShortDegrees>(label, exec, f, items);
-  else
-    launch_device_node_pass_up_to<kMaxL>(label, exec, f, items);
+void launch_device_node_pass(const char* label, const Exec& exec, const F& f, int n_nodes, int split = 1) {
+  const std::int64_t items = std::int64_t(n_nodes) * (f.lmax + 1) * f.channels * split;
+  using Index = Kokkos::IndexType<std::int64_t>;
+  with_degree_bound(f.lmax, [&](auto bound) {
+    constexpr int MaxL = decltype(bound)::value;
+    if (device_channel_block(f.channels) == 4)
+      Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec, TagDeviceChannels<4, MaxL>, Index>(exec, 0, items / 4), f);
+    else
+      Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec, TagDeviceChannels<1, MaxL>, Index>(exec, 0, items), f);
+  });
 }
 
 // Writes a node pass's result: a store, or with the edge list split an add onto the zeroed

@@ -44,7 +44,6 @@ struct UnrotateForward {
   View3<Real, Exec> agg;
   double scale;
   int lmax, mmax, channels;
-  int split = 1;  // launch_device_node_pass's (this pass is not split: see node_pass_split)
 
   // One team per node a: walk its incoming edges in CSR order, accumulating into its own rows.
   KOKKOS_INLINE_FUNCTION void operator()(TagHostForm, const Team& team) const {

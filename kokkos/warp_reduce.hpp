@@ -18,8 +18,7 @@
 #include <Kokkos_Core.hpp>
 #include <type_traits>
 
-#include "band_layout.hpp"    // kMaxL
-#include "kernel_common.hpp"  // KernelForm, team_policy, TagDeviceUpTo
+#include "kernel_common.hpp"  // KernelForm, team_policy, TagDeviceUpTo, with_degree_bound
 
 namespace edgeframe::kk {
 
@@ -126,14 +125,14 @@ Kokkos::TeamPolicy<Exec, Tag> edge_lanes_policy(const Exec& exec, int n_edges) {
 }
 
 // Launches a per-edge pass (pack backward-edge, unrotate backward) in the given form: the device
-// form on edge_lanes_policy (compiled for degrees up to kShortDegrees where f.lmax allows,
-// kernel_common.hpp TagDeviceUpTo), the host form one team per edge.
+// form on edge_lanes_policy (compiled for degrees up to with_degree_bound's, kernel_common.hpp
+// TagDeviceUpTo), the host form one team per edge.
 template <class Exec, class F>
 void launch_edge_pass(const char* label, const Exec& exec, const F& f, int n_edges, KernelForm form) {
-  if (form == KernelForm::device && f.lmax <= kShortDegrees)
-    Kokkos::parallel_for(label, edge_lanes_policy<Exec, TagDeviceUpTo<kShortDegrees>>(exec, n_edges), f);
-  else if (form == KernelForm::device)
-    Kokkos::parallel_for(label, edge_lanes_policy<Exec, TagDeviceUpTo<kMaxL>>(exec, n_edges), f);
+  if (form == KernelForm::device)
+    with_degree_bound(f.lmax, [&](auto bound) {
+      Kokkos::parallel_for(label, edge_lanes_policy<Exec, TagDeviceUpTo<decltype(bound)::value>>(exec, n_edges), f);
+    });
   else
     Kokkos::parallel_for(label, team_policy<Exec, TagHostForm>(exec, n_edges), f);
 }
