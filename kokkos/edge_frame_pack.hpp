@@ -127,6 +127,72 @@ struct PackForward {
       });
     }
   }
+
+  // Degrees up to MaxL <= kShortDegrees (the launcher takes it for lmax <= kShortDegrees: UMA-S,
+  // eSEN-sm, the L2 shape): the device form's products, with every load of a lane (its
+  // channel's x rows of both ends, its radial multipliers, the band) before its first store. In
+  // the form above each output row's g load follows the previous row's store of u, and the
+  // compiler must keep that order (u may alias g as far as it knows), so a lane waited for one
+  // load after another: ncu put 70 % of the pack's stall cycles on global-load waits
+  // (doc/performance.md "Kernel forms"). Register slots have compile-time indices: x row
+  // l*l + l + m', output row l*l + l + m, g row (l, |m|) at l (l + 1) / 2 + |m|; the rows'
+  // positions in u and g are computed.
+  template <int MaxL>
+  KOKKOS_INLINE_FUNCTION void operator()(TagDeviceUpTo<MaxL>, const Team& team) const {
+    static_assert(MaxL <= kShortDegrees, "the launcher takes this form for short degrees only");
+    constexpr int D = (MaxL + 1) * (MaxL + 1), G = (MaxL + 1) * (MaxL + 2) / 2;
+    const int e = team.league_rank();
+    const int i = recv(e), j = send(e), C = channels;
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, C), [&](int c) {
+      Real xj[D], xi[D], gj[G], gi[G], uj[D], ui[D];
+      EDGEFRAME_UNROLL
+      for (int l = 0; l <= MaxL; ++l) {
+        if (l > lmax) continue;
+        EDGEFRAME_UNROLL
+        for (int t = 0; t < 2 * l + 1; ++t) {
+          xj[l * l + t] = n(j, l * l + t, c);
+          xi[l * l + t] = n(i, l * l + t, c);
+        }
+        EDGEFRAME_UNROLL
+        for (int am = 0; am <= l; ++am)
+          if (am <= band_k(l, mmax)) {
+            gj[l * (l + 1) / 2 + am] = g(e, gate_row(l, am, lmax), c);
+            gi[l * (l + 1) / 2 + am] = g(e, gate_row(l, am, lmax), C + c);
+          }
+      }
+      EDGEFRAME_UNROLL
+      for (int l = 0; l <= MaxL; ++l) {
+        if (l > lmax) continue;
+        const int k = band_k(l, mmax), off = band_offset(l, mmax), nrow = 2 * l + 1;
+        EDGEFRAME_UNROLL
+        for (int m = -l; m <= l; ++m) {
+          if (m < -k || m > k) continue;
+          const Real* KOKKOS_RESTRICT dr = &band(e, off + (m + k) * nrow);
+          Real sj = dr[0] * xj[l * l], si = dr[0] * xi[l * l];
+          EDGEFRAME_UNROLL
+          for (int t = 1; t < 2 * l + 1; ++t) {
+            sj += dr[t] * xj[l * l + t];
+            si += dr[t] * xi[l * l + t];
+          }
+          const int gs = l * (l + 1) / 2 + (m < 0 ? -m : m);
+          uj[l * l + l + m] = sj * gj[gs];
+          ui[l * l + l + m] = si * gi[gs];
+        }
+      }
+      EDGEFRAME_UNROLL
+      for (int l = 0; l <= MaxL; ++l) {
+        if (l > lmax) continue;
+        const int k = band_k(l, mmax);
+        EDGEFRAME_UNROLL
+        for (int m = -l; m <= l; ++m) {
+          if (m < -k || m > k) continue;
+          const int prow = packed_row(l, m, lmax);
+          u(e, prow, c) = uj[l * l + l + m];
+          u(e, prow, C + c) = ui[l * l + l + m];
+        }
+      }
+    });
+  }
 };
 
 // Per edge: grad_rot = g * grad_u, grad_band, grad_g.
@@ -204,6 +270,108 @@ struct PackBackwardEdge {
     if (e >= n_edges) return;  // the whole group: every lane of it has this e
     const Lanes lanes = Lanes::here();
     const int i = recv(e), j = send(e);
+    if constexpr (MaxL <= kShortDegrees)
+      short_degree<0, MaxL>(e, i, j, lanes);
+    else
+      any_degrees<MaxL>(e, i, j, lanes);
+  }
+
+  // Degrees up to MaxL <= kShortDegrees, degree L at compile time: per chunk of kPackLaneChannels
+  // channels per lane, every load of the chunk (the 2L+1 x rows of both ends, the degree's
+  // radial multipliers and its 2k+1 rows of grad_u) before its first store, then per gate row
+  // (L, |m|) the products of gate_rows_of_degree in its order. There each row's loads followed
+  // the previous row's stores, and the compiler must keep that order (grad_rot and grad_g may
+  // alias grad_u and g, and do in place): a lane waited for one load after another. In place
+  // (backward_edge_in_place) each element is still read before it is written and never read
+  // again. One channel per chunk (kPackLaneChannels): this pass holds three inputs per channel
+  // and two rows of partial sums; ptxas (sm_90, float) gives 122 registers with 1, 170 with 2,
+  // 255 with 4. Each chunk's grad_band sums are added to the ones before (equal to rounding).
+  template <int L, int MaxL>
+  KOKKOS_INLINE_FUNCTION void short_degree(int e, int i, int j, const Lanes& lanes) const {
+    if constexpr (L <= MaxL) {
+      if (L > lmax) return;
+      constexpr int NR = 2 * L + 1, NV = NR == 1 ? 1 : NR <= 4 ? 4 : kMaxSlots, Q = kPackLaneChannels;
+      const int C = channels, k = band_k(L, mmax), off = band_offset(L, mmax);
+      for (int c0 = lanes.index, chunk = 0; c0 < C; c0 += Q * Lanes::count, ++chunk) {
+        Real xj[NR][Q], xi[NR][Q], gj[L + 1][Q], gi[L + 1][Q], guj[NR][Q], gui[NR][Q];
+        EDGEFRAME_UNROLL
+        for (int q = 0; q < Q; ++q) {
+          const int c = c0 + q * Lanes::count;
+          const bool live = c < C;
+          EDGEFRAME_UNROLL
+          for (int t = 0; t < NR; ++t) {
+            xj[t][q] = live ? n(j, L * L + t, c) : Real(0);
+            xi[t][q] = live ? n(i, L * L + t, c) : Real(0);
+          }
+          EDGEFRAME_UNROLL
+          for (int am = 0; am <= L; ++am)
+            if (am <= k) {
+              gj[am][q] = live ? g(e, gate_row(L, am, lmax), c) : Real(0);
+              gi[am][q] = live ? g(e, gate_row(L, am, lmax), C + c) : Real(0);
+            }
+          EDGEFRAME_UNROLL
+          for (int m = -L; m <= L; ++m)
+            if (m >= -k && m <= k) {
+              guj[m + L][q] = live ? grad_u(e, packed_row(L, m, lmax), c) : Real(0);
+              gui[m + L][q] = live ? grad_u(e, packed_row(L, m, lmax), C + c) : Real(0);
+            }
+        }
+        EDGEFRAME_UNROLL
+        for (int am = 0; am <= L; ++am) {
+          if (am > k) continue;
+          const int grow = gate_row(L, am, lmax);
+          double part_p[NV], part_m[NV];
+          EDGEFRAME_UNROLL
+          for (int t = 0; t < NV; ++t) part_p[t] = part_m[t] = 0.0;
+          EDGEFRAME_UNROLL
+          for (int q = 0; q < Q; ++q) {
+            const int c = c0 + q * Lanes::count;
+            Real ggj = Real(0), ggi = Real(0);  // 0 + a b rounds as a b: the first row adds exactly
+            // One row (L, m) of this gate row, as gate_rows_of_degree's `row`.
+            auto row = [&](int m, double(&part)[NV]) {
+              const int prow = packed_row(L, m, lmax), brow = off + (m + k) * NR;
+              const Real uj = guj[m + L][q], ui = gui[m + L][q];
+              const Real rj = gj[am][q] * uj, ri = gi[am][q] * ui;
+              Real dxj = Real(0), dxi = Real(0);
+              EDGEFRAME_UNROLL
+              for (int t = 0; t < NR; ++t) {
+                part[t] += double(rj) * double(xj[t][q]) + double(ri) * double(xi[t][q]);
+                const Real d = band(e, brow + t);
+                dxj += d * xj[t][q];
+                dxi += d * xi[t][q];
+              }
+              ggj += uj * dxj;
+              ggi += ui * dxi;
+              if (c < C) {
+                grad_rot(e, prow, c) = rj;
+                grad_rot(e, prow, C + c) = ri;
+              }
+            };
+            row(am, part_p);
+            if (am > 0) row(-am, part_m);
+            if (c < C) {
+              grad_g(e, grow, c) = ggj;
+              grad_g(e, grow, C + c) = ggi;
+            }
+          }
+          auto put = [&](int brow, int t, double sum) {
+            if (t >= NR) return;
+            if (chunk == 0)
+              grad_band(e, brow + t) = static_cast<Real>(sum);
+            else
+              grad_band(e, brow + t) += static_cast<Real>(sum);
+          };
+          lanes.reduce_scatter(part_p, [&](int t, double sum) { put(off + (am + k) * NR, t, sum); });
+          if (am > 0) lanes.reduce_scatter(part_m, [&](int t, double sum) { put(off + (-am + k) * NR, t, sum); });
+        }
+      }
+      short_degree<L + 1, MaxL>(e, i, j, lanes);
+    }
+  }
+
+  // Any degree up to MaxL.
+  template <int MaxL>
+  KOKKOS_INLINE_FUNCTION void any_degrees(int e, int i, int j, const Lanes& lanes) const {
     for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
       if (l > MaxL) continue;  // never taken (the launcher); tells the compiler which paths exist
       if (2 * l + 1 > kMaxSlots) {
@@ -415,7 +583,10 @@ template <class Exec, class Real>
 void edge_frame_pack_forward(const Exec& exec, const EdgeFramePack<Exec, Real>& p, int n_edges,
                              KernelForm form = native_form<Exec>()) {
   const PackForward<Exec, Real> f{p.n, p.g, p.band, p.recv, p.send, p.u, p.lmax, p.mmax, p.channels};
-  if (form == KernelForm::device)
+  if (form == KernelForm::device && p.lmax <= kShortDegrees)
+    Kokkos::parallel_for("edgeframe::edge_frame_pack", team_policy<Exec, TagDeviceUpTo<kShortDegrees>>(exec, n_edges),
+                         f);
+  else if (form == KernelForm::device)
     Kokkos::parallel_for("edgeframe::edge_frame_pack", team_policy<Exec, TagDeviceForm>(exec, n_edges), f);
   else
     Kokkos::parallel_for("edgeframe::edge_frame_pack", team_policy<Exec, TagHostForm>(exec, n_edges), f);

@@ -26,6 +26,10 @@
 
 namespace edgeframe::kk {
 
+// The per-channel passes (Pass: TagForward or TagBackward) compiled for degrees up to MaxL.
+template <int MaxL, class Pass>
+struct GateUpTo {};
+
 template <class Exec, class Real>
 struct So2Gate {
   View2<const Real, Exec> z;       // [E, (K + L) C]
@@ -100,6 +104,72 @@ struct So2Gate {
     backward_channel(int(i / channels), int(i % channels), [this](int l, int k) { return row_of_degree(l, k); });
   }
 
+  // Degrees up to MaxL (the launcher takes it for lmax <= kShortDegrees): the same arithmetic
+  // per element as TagForward / TagBackward, with every load of the thread before its first
+  // store. In those forms each row's load follows the previous row's store, and the compiler
+  // must keep that order (x and grad_z may alias z as far as it knows), so a thread waited for
+  // one load after another: ncu put 60-70 % of the gate's stall cycles on global-load waits
+  // (doc/performance.md "Kernel forms"). Register slot l*l + k holds row k of degree l (a
+  // compile-time index; the rows' positions are computed). The sigmoids are computed (sig0 and
+  // sig empty: the launcher takes these forms only then).
+  template <int MaxL>
+  KOKKOS_INLINE_FUNCTION void load_rows(int e, int c, Real (&zin)[(MaxL + 1) * (MaxL + 1)],
+                                        Real (&gate)[MaxL + 1]) const {
+    EDGEFRAME_UNROLL
+    for (int l = 0; l <= MaxL; ++l) {
+      if (l > lmax) continue;
+      gate[l] = l == 0 ? Real(0) : z(e, (lmax + l) * channels + c);
+      EDGEFRAME_UNROLL
+      for (int k = 0; k < 2 * l + 1; ++k)
+        if (k < rows_of_degree(l)) zin[l * l + k] = z(e, z_row(row_of_degree(l, k)) * channels + c);
+    }
+  }
+  template <int MaxL>
+  KOKKOS_INLINE_FUNCTION void operator()(GateUpTo<MaxL, TagForward>, std::int64_t i) const {
+    const int e = int(i / channels), c = int(i % channels);
+    Real zin[(MaxL + 1) * (MaxL + 1)], gate[MaxL + 1];
+    load_rows<MaxL>(e, c, zin, gate);
+    const double z0 = zin[0];
+    x(e, 0, c) = static_cast<Real>(z0 * double(sigmoid(zin[0])));
+    EDGEFRAME_UNROLL
+    for (int l = 1; l <= MaxL; ++l) {
+      if (l > lmax) continue;
+      const double s = double(sigmoid(gate[l]));
+      EDGEFRAME_UNROLL
+      for (int k = 0; k < 2 * l + 1; ++k)
+        if (k < rows_of_degree(l)) x(e, row_of_degree(l, k), c) = static_cast<Real>(double(zin[l * l + k]) * s);
+    }
+  }
+  template <int MaxL>
+  KOKKOS_INLINE_FUNCTION void operator()(GateUpTo<MaxL, TagBackward>, std::int64_t i) const {
+    const int e = int(i / channels), c = int(i % channels);
+    Real zin[(MaxL + 1) * (MaxL + 1)], gate[MaxL + 1], gx[(MaxL + 1) * (MaxL + 1)];
+    load_rows<MaxL>(e, c, zin, gate);
+    EDGEFRAME_UNROLL
+    for (int l = 0; l <= MaxL; ++l) {
+      if (l > lmax) continue;
+      EDGEFRAME_UNROLL
+      for (int k = 0; k < 2 * l + 1; ++k)
+        if (k < rows_of_degree(l)) gx[l * l + k] = grad_x(e, row_of_degree(l, k), c);
+    }
+    const double z0 = zin[0], s0 = double(sigmoid(zin[0]));
+    grad_z(e, c) = static_cast<Real>(double(gx[0]) * s0 * (1.0 + z0 * (1.0 - s0)));
+    EDGEFRAME_UNROLL
+    for (int l = 1; l <= MaxL; ++l) {
+      if (l > lmax) continue;
+      const double s = double(sigmoid(gate[l]));
+      double dgate = 0.0;
+      EDGEFRAME_UNROLL
+      for (int k = 0; k < 2 * l + 1; ++k)
+        if (k < rows_of_degree(l)) {
+          const double g = double(gx[l * l + k]);
+          grad_z(e, z_row(row_of_degree(l, k)) * channels + c) = static_cast<Real>(g * s);
+          dgate += g * double(zin[l * l + k]);
+        }
+      grad_z(e, (lmax + l) * channels + c) = static_cast<Real>(dgate * s * (1.0 - s));
+    }
+  }
+
   // Host backends: one edge per iteration, channels innermost over contiguous rows (the loops
   // vectorise); the same expression per element as the device order, and the gate gradient
   // summed over a degree's rows in the same order, so both give the same numbers.
@@ -171,7 +241,8 @@ constexpr bool gate_takes_sigmoids() {
 }
 
 // Host backends with the sigmoids given: one edge per iteration (EdgeTag); else one (edge,
-// channel) per iteration (ChannelTag), the order that computes missing sigmoids.
+// channel) per iteration, the order that computes missing sigmoids: GateUpTo<kShortDegrees,
+// ChannelTag> for lmax <= kShortDegrees, ChannelTag above.
 template <class EdgeTag, class ChannelTag, class Exec, class Real>
 void launch_gate(const char* label, const Exec& exec, const So2Gate<Exec, Real>& f, int n_edges) {
   if constexpr (gate_per_edge<Exec>()) {
@@ -180,10 +251,13 @@ void launch_gate(const char* label, const Exec& exec, const So2Gate<Exec, Real>&
       return;
     }
   }
-  Kokkos::parallel_for(label,
-                       Kokkos::RangePolicy<Exec, ChannelTag, Kokkos::IndexType<std::int64_t>>(
-                           exec, 0, std::int64_t(n_edges) * f.channels),
-                       f);
+  using Index = Kokkos::IndexType<std::int64_t>;
+  const std::int64_t items = std::int64_t(n_edges) * f.channels;
+  if (f.lmax <= kShortDegrees && f.sig0.extent(0) == 0 && f.sig.extent(0) == 0)  // GateUpTo computes them
+    Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec, GateUpTo<kShortDegrees, ChannelTag>, Index>(exec, 0, items),
+                         f);
+  else
+    Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec, ChannelTag, Index>(exec, 0, items), f);
 }
 
 template <class Exec, class Real>

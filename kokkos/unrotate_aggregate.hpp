@@ -164,7 +164,7 @@ struct UnrotateBackward {
   // grad_band's row, kept in registers and finished by one reduce-scatter; grad_env's per-lane
   // partial sum is reduced once per edge. The channel sums go in another order than the host
   // form's: equal to rounding. Degrees up to MaxL (TagDeviceUpTo; the launcher makes sure that
-  // lmax <= MaxL).
+  // lmax <= MaxL): short_degree for MaxL <= kShortDegrees, any_degrees above.
   template <int MaxL>
   KOKKOS_INLINE_FUNCTION void operator()(TagDeviceUpTo<MaxL>, const Team& team) const {
     const int e = team.league_rank() * Lanes::edges_per_team + team.team_rank();
@@ -173,6 +173,82 @@ struct UnrotateBackward {
     const int i = recv(e), C = channels;
     const Real se = static_cast<Real>(scale) * env(e);
     double genv = 0.0;
+    if constexpr (MaxL <= kShortDegrees)
+      short_degree<0, MaxL>(e, i, se, genv, lanes);
+    else
+      any_degrees<MaxL>(e, i, C, se, genv, lanes);
+    double env_sum[1] = {genv};
+    lanes.reduce_scatter(env_sum, [&](int, double sum) { grad_env(e) = static_cast<Real>(scale * sum); });
+  }
+
+  // Degrees up to MaxL <= kShortDegrees, degree L at compile time: per chunk of kLaneChannels
+  // channels per lane (one chunk for C <= 128 on a warp), every load of the chunk (its 2L+1
+  // rows of G and the degree's 2k+1 rows of w) before its first store, then per row (L, m)
+  // the products of the form below in its order. In that form each row's loads followed the
+  // previous row's stores of grad_w, and the compiler must keep that order (grad_w may alias w
+  // as far as it knows): a lane waited for one load after another, which ncu counted as 61 %
+  // of the stall cycles (doc/performance.md "Kernel forms"). With more than one chunk grad_band
+  // adds each chunk's sum (equal to rounding).
+  template <int L, int MaxL>
+  KOKKOS_INLINE_FUNCTION void short_degree(int e, int i, Real se, double& genv, const Lanes& lanes) const {
+    if constexpr (L <= MaxL) {
+      if (L > lmax) return;
+      constexpr int NR = 2 * L + 1, NV = NR == 1 ? 1 : NR <= 4 ? 4 : kMaxSlots, Q = kLaneChannels;
+      const int C = channels, k = band_k(L, mmax), off = band_offset(L, mmax);
+      for (int c0 = lanes.index, chunk = 0; c0 < C; c0 += Q * Lanes::count, ++chunk) {
+        Real Gv[NR][Q], Wv[NR][Q];
+        EDGEFRAME_UNROLL
+        for (int q = 0; q < Q; ++q) {
+          const int c = c0 + q * Lanes::count;
+          EDGEFRAME_UNROLL
+          for (int t = 0; t < NR; ++t) Gv[t][q] = c < C ? grad_agg(i, L * L + t, c) : Real(0);
+          EDGEFRAME_UNROLL
+          for (int m = -L; m <= L; ++m)
+            if (m >= -k && m <= k) Wv[m + L][q] = c < C ? w(e, packed_row(L, m, lmax), c) : Real(0);
+        }
+        EDGEFRAME_UNROLL
+        for (int m = -L; m <= L; ++m) {
+          if (m < -k || m > k) continue;
+          const int prow = packed_row(L, m, lmax), boff = off + (m + k) * NR;
+          Real d[NR];
+          EDGEFRAME_UNROLL
+          for (int t = 0; t < NR; ++t) d[t] = band(e, boff + t);
+          double part[NV];
+          EDGEFRAME_UNROLL
+          for (int t = 0; t < NV; ++t) part[t] = 0.0;
+          EDGEFRAME_UNROLL
+          for (int q = 0; q < Q; ++q) {
+            const int c = c0 + q * Lanes::count;
+            const Real wc = Wv[m + L][q];
+            Real rg = d[0] * Gv[0][q];
+            part[0] += double(wc) * double(Gv[0][q]);
+            EDGEFRAME_UNROLL
+            for (int t = 1; t < NR; ++t) {
+              rg += d[t] * Gv[t][q];
+              part[t] += double(wc) * double(Gv[t][q]);
+            }
+            if (c < C) {
+              genv += double(wc) * double(rg);
+              grad_w(e, prow, c) = rg * se;
+            }
+          }
+          lanes.reduce_scatter(part, [&](int t, double sum) {
+            if (t >= NR) return;
+            const Real v = static_cast<Real>(double(se) * sum);
+            if (chunk == 0)
+              grad_band(e, boff + t) = v;
+            else
+              grad_band(e, boff + t) += v;
+          });
+        }
+      }
+      short_degree<L + 1, MaxL>(e, i, se, genv, lanes);
+    }
+  }
+
+  // Any degree up to MaxL: per row (l, m) and lane channel, 2l+1 sums in chunks of kMaxSlots.
+  template <int MaxL>
+  KOKKOS_INLINE_FUNCTION void any_degrees(int e, int i, int C, Real se, double& genv, const Lanes& lanes) const {
     for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
       if (l > MaxL) continue;  // never taken (the launcher); tells the compiler which paths exist
       const int k = band_k(l, mmax);
@@ -215,8 +291,6 @@ struct UnrotateBackward {
         }
       });
     }
-    double env_sum[1] = {genv};
-    lanes.reduce_scatter(env_sum, [&](int, double sum) { grad_env(e) = static_cast<Real>(scale * sum); });
   }
 };
 

@@ -107,7 +107,9 @@ void check_kernel_sigmoids(double tolerance) {
   constexpr int E = 7, C = 20;
   const Exec exec = bridge::exec_instance();
   const auto dtype = std::is_same_v<Real, float> ? torch::kFloat32 : torch::kFloat64;
-  for (const auto& [L, M] : {std::pair{2, 1}, std::pair{3, 2}, std::pair{2, 0}}) {
+  // (3, 2): the per-channel form; the others: its form for lmax <= kShortDegrees (GateUpTo).
+  const std::pair<int, int> shapes[] = {{2, 1}, {3, 2}, {2, 0}, {2, 2}, {1, 1}, {0, 0}};
+  for (const auto& [L, M] : shapes) {
     const int K = kk::band_rows(L, M);
     torch::manual_seed(11);
     const auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(bridge::device());
