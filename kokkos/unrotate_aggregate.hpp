@@ -195,7 +195,9 @@ struct UnrotateBackward {
       if (L > lmax) return;
       constexpr int NR = 2 * L + 1, NV = NR == 1 ? 1 : NR <= 4 ? 4 : kMaxSlots, Q = kLaneChannels;
       const int C = channels, k = band_k(L, mmax), off = band_offset(L, mmax);
-      for (int c0 = lanes.index, chunk = 0; c0 < C; c0 += Q * Lanes::count, ++chunk) {
+      // The same number of chunks on every lane: the reduce-scatters need the whole group.
+      for (int base = 0, chunk = 0; base < C; base += Q * Lanes::count, ++chunk) {
+        const int c0 = base + lanes.index;
         Real Gv[NR][Q], Wv[NR][Q];
         EDGEFRAME_UNROLL
         for (int q = 0; q < Q; ++q) {

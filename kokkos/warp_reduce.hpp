@@ -142,11 +142,9 @@ void launch_edge_pass(const char* label, const Exec& exec, const F& f, int n_edg
 // (ptxas), for every degree, since a kernel's register count is its worst path's.
 inline constexpr int kMaxSlots = 8;
 
-// Channels per lane that the short-degree forms of the per-edge passes load into registers at
-// once: the unrotate backward pass (two inputs per channel; C = 128 on a warp is one chunk)
-// and the pack's backward-edge pass (three inputs per channel; edge_frame_pack.hpp says why 1).
+// Channels per lane that the unrotate backward pass's short-degree form loads into registers
+// at once (unrotate_aggregate.hpp short_degree): C = 128 on a warp is one chunk.
 inline constexpr int kLaneChannels = 4;
-inline constexpr int kPackLaneChannels = 1;
 
 // Calls f(std::integral_constant<int, NV>{}) with NV the smallest power of two >= min(n,
 // kMaxSlots) (2 never occurs: the counts are 2l + 1, odd): the per-degree kernels keep their NV

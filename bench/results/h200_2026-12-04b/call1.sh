@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# H200 call 1 (issue #24 item 5, issue #26 item 2): every load before the first store in the
-# short-degree forms of pack forward, pack backward-edge, unrotate backward and the gate.
+# H200 calls 1 and 2 (issue #24 item 5, issue #26 item 2): every load before the first store in
+# the short-degree forms of pack forward, pack backward-edge (call 1 only), unrotate backward
+# and the gate.
 # HEAD's kernels (.device/src-head.tar.gz, built in /tmp/head) against this tree's, same call, one H200: the random UMA-S-shape v2 model
 # in bench case mode (diamond 512, bcc 4394, diamond 4096; tf32; median step, then the fenced
 # per-kernel split and the torch profile) and the v1 L2 shape (diamond 512, tf32 and fp32),
@@ -60,12 +61,18 @@ for f in sorted(glob.glob("/tmp/f-old-*")):
         print(os.path.basename(f)[6:], "shapes differ", a.shape, b.shape); continue
     print(f"{os.path.basename(f)[6:]}: max|dF| {np.abs(a - b).max():.3e} of max|F| {np.abs(a).max():.3e}")
 PY
-if command -v ncu > /dev/null && [[ $(left) -gt 100 ]]; then
-  timeout $(( $(left) - 20 )) ncu --clock-control none --kernel-name regex:"EdgeFramePack|UnrotateAggregate|So2Gate|LayerNormSilu" \
-    --launch-count 40 --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
-    --section WarpStateStats --section SchedulerStats \
-    $new --case $cases/diamond512.case --potential $pot --precision tf32 --reps 1 --warmup 1 > $R/ncu-new.log 2>&1
-  echo "ncu rc $?"; xz -T0 $R/ncu-new.log
-fi
+# ncu of one step's edge kernels (the warm-up step's: the first 50 matching launches; call 1
+# matched the base name, which is Kokkos' launcher for every functor, and profiled nothing).
+for b in new old; do
+  bin=$old; [[ $b == new ]] && bin=$new
+  if command -v ncu > /dev/null && [[ $(left) -gt 80 ]]; then
+    timeout $(( $(left) - 40 )) ncu --clock-control none --kernel-name-base demangled \
+      --kernel-name regex:"kk::(Pack|Unrotate|So2Gate|LayerNorm)" \
+      --launch-count 50 --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+      --section WarpStateStats --section SchedulerStats \
+      $bin --case $cases/diamond512.case --potential $pot --precision tf32 --reps 1 --warmup 1 > $R/ncu-$b.log 2>&1
+    echo "ncu $b rc $?: $(grep -c '^  [a-z].*cuda_parallel_launch' $R/ncu-$b.log) kernels"; xz -T0 $R/ncu-$b.log
+  fi
+done
 pack
 echo "total $((SECONDS - T0)) s"
