@@ -69,7 +69,10 @@ Kokkos::TeamPolicy<Exec, Tag> team_policy(const Exec& exec, int league) {
 //           registers, finished by one reduce-scatter; the pack forward keeps the 2l+1 x rows of a
 //           degree in registers for all its output rows; the node passes give each thread all
 //           2l+1 output rows of one degree for 4 consecutive channels (channels % 4 == 0, else 1),
-//           so each band entry serves 4 products and each message element 2l+1.
+//           so each band entry serves 4 products and each message element 2l+1. For lmax <= 2 the
+//           pack forward and the unrotate backward (and the gate, so2_gate.hpp) load every input
+//           of a thread before its first store: stores may alias the inputs as far as the
+//           compiler knows, so loads after a store wait in program order.
 enum class KernelForm { host, device };
 template <class Exec>
 constexpr KernelForm native_form() {

@@ -41,56 +41,26 @@ struct LayerNormSilu {
     return v;
   }
 
-  // kRows rows per group of lanes (EdgeLanes: a warp on CUDA, channel c on lane c % 32; a single
-  // lane elsewhere), each row's sums finished by one butterfly, which leaves every lane the same
-  // value. The rows go through every pass together: each channel step loads the element of all
-  // kRows rows before it computes or stores any, and their butterflies are independent, so a
-  // warp has kRows times the loads and shuffles in flight. One row per warp left the kernels
-  // waiting on loads and shuffles (ncu on the H200: DRAM 16-19 % busy, 40 % of the stall cycles
-  // on load waits; doc/performance.md "Kernel forms"). Per row the products and sums are those
-  // of one row at a time, in the same order. With a team reduction per sum (team_dot) instead,
-  // the kernels took 2 ms forward and 4 ms backward per [646590, 128] call on the H200, twice
-  // torch's layer_norm + silu.
-  static constexpr int kRows = 4;
-
-  // The first row of this group and how many of its kRows rows exist (0: none).
-  KOKKOS_INLINE_FUNCTION int first_row(const Team& team, int& n) const {
-    const int e0 = (team.league_rank() * Lanes::edges_per_team + team.team_rank()) * kRows;
-    n = e0 >= rows ? 0 : (rows - e0 < kRows ? rows - e0 : kRows);
-    return e0;
+  // One row per group of lanes (EdgeLanes: a warp on CUDA, channel c on lane c % 32; a single
+  // lane elsewhere); the row sums finish with one butterfly each, which leaves every lane the
+  // same value. With a team reduction per sum (team_dot) instead, the kernels took 2 ms forward
+  // and 4 ms backward per [646590, 128] call on the H200, twice torch's layer_norm + silu.
+  template <class F>
+  KOKKOS_INLINE_FUNCTION double row_sum(const Lanes& lanes, const F& f) const {
+    double part = 0.0;
+    for (int c = lanes.index; c < width; c += Lanes::count) part += f(c);
+    return lanes.all_sum(part);
   }
 
-  // mean and 1 / sqrt(var + eps) of rows e0 .. e0 + n - 1, two passes (the second over
-  // x - mean, as torch).
-  KOKKOS_INLINE_FUNCTION void stats(const Lanes& lanes, int e0, int n, double (&mean)[kRows],
-                                    double (&rstd)[kRows]) const {
-    double part[kRows];
-    EDGEFRAME_UNROLL
-    for (int r = 0; r < kRows; ++r) part[r] = 0.0;
-    for (int c = lanes.index; c < width; c += Lanes::count) {
-      double v[kRows];
-      EDGEFRAME_UNROLL
-      for (int r = 0; r < kRows; ++r) v[r] = r < n ? x(e0 + r, c) : 0.0;
-      EDGEFRAME_UNROLL
-      for (int r = 0; r < kRows; ++r) part[r] += v[r];
-    }
-    EDGEFRAME_UNROLL
-    for (int r = 0; r < kRows; ++r) {
-      mean[r] = lanes.all_sum(part[r]) / width;
-      part[r] = 0.0;
-    }
-    for (int c = lanes.index; c < width; c += Lanes::count) {
-      double v[kRows];
-      EDGEFRAME_UNROLL
-      for (int r = 0; r < kRows; ++r) v[r] = r < n ? x(e0 + r, c) : 0.0;
-      EDGEFRAME_UNROLL
-      for (int r = 0; r < kRows; ++r) {
-        const double d = v[r] - mean[r];
-        part[r] += d * d;
-      }
-    }
-    EDGEFRAME_UNROLL
-    for (int r = 0; r < kRows; ++r) rstd[r] = 1.0 / Kokkos::sqrt(lanes.all_sum(part[r]) / width + eps);
+  // mean and 1 / sqrt(var + eps) of row e, two passes (the second over x - mean, as torch).
+  KOKKOS_INLINE_FUNCTION void stats(const Lanes& lanes, int e, double& mean, double& rstd) const {
+    mean = row_sum(lanes, [&](int c) { return x(e, c); }) / width;
+    const double m = mean;
+    const double var = row_sum(lanes, [&](int c) {
+                         const double d = x(e, c) - m;
+                         return d * d;
+                       }) / width;
+    rstd = 1.0 / Kokkos::sqrt(var + eps);
   }
 
   // s = xhat w + b in double, rounded to the compute precision Real for its sigmoid (float in
@@ -103,99 +73,56 @@ struct LayerNormSilu {
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(TagForward, const Team& team) const {
-    int n;
-    const int e0 = first_row(team, n);
-    if (n == 0) return;  // the whole group: every lane of it has this e0
+    const int e = team.league_rank() * Lanes::edges_per_team + team.team_rank();
+    if (e >= rows) return;  // the whole group: every lane of it has this e
     const Lanes lanes = Lanes::here();
-    double mean[kRows], rstd[kRows];
-    stats(lanes, e0, n, mean, rstd);
+    double mean, rstd;
+    stats(lanes, e, mean, rstd);
     for (int c = lanes.index; c < width; c += Lanes::count) {
-      double v[kRows];
-      EDGEFRAME_UNROLL
-      for (int r = 0; r < kRows; ++r) v[r] = r < n ? x(e0 + r, c) : 0.0;
-      EDGEFRAME_UNROLL
-      for (int r = 0; r < kRows; ++r)
-        if (r < n) {
-          const Real s = pre_activation(c, (v[r] - mean[r]) * rstd[r]);
-          y(e0 + r, c) = s * sigmoid(s);
-        }
+      const Real s = pre_activation(c, (x(e, c) - mean) * rstd);
+      y(e, c) = s * sigmoid(s);
     }
   }
 
   // q = grad_y silu'(s) w, one sigmoid per element: the backward's first pass sums q and q xhat
   // and parks q in grad_a (each lane reads back only the elements it wrote), the second finishes
   // grad_a. Keeping each lane's row values and q in registers instead (one read of a) made the
-  // one-row backward slower on the H200 (12.0 against 9.8 ms per step at 646 590 edges, the
-  // forward 6.1 against 6.6; doc/performance.md "Kernel forms"), so both passes stream.
-  KOKKOS_INLINE_FUNCTION double q_of(int c, double xhat, Real gy) const {
+  // backward slower on the H200 (12.0 against 9.8 ms per step at 646 590 edges, the forward 6.1
+  // against 6.6; doc/performance.md "Kernel forms"), so both passes stream.
+  KOKKOS_INLINE_FUNCTION double q_of(int e, int c, double xhat) const {
     const Real s = pre_activation(c, xhat), sig = sigmoid(s);
-    return double(gy) * double(sig) * (1.0 + double(s) * (1.0 - double(sig))) * double(w(c));
+    return double(grad_y(e, c)) * double(sig) * (1.0 + double(s) * (1.0 - double(sig))) * double(w(c));
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(TagBackward, const Team& team) const {
-    int n;
-    const int e0 = first_row(team, n);
-    if (n == 0) return;
+    const int e = team.league_rank() * Lanes::edges_per_team + team.team_rank();
+    if (e >= rows) return;
     const Lanes lanes = Lanes::here();
-    double mean[kRows], rstd[kRows], q_part[kRows], qx_part[kRows];
-    stats(lanes, e0, n, mean, rstd);
-    EDGEFRAME_UNROLL
-    for (int r = 0; r < kRows; ++r) q_part[r] = qx_part[r] = 0.0;
+    double mean, rstd;
+    stats(lanes, e, mean, rstd);
+    double q_part = 0.0, qx_part = 0.0;
     for (int c = lanes.index; c < width; c += Lanes::count) {
-      double v[kRows];
-      Real gy[kRows];
-      EDGEFRAME_UNROLL
-      for (int r = 0; r < kRows; ++r) {
-        v[r] = r < n ? x(e0 + r, c) : 0.0;
-        gy[r] = r < n ? grad_y(e0 + r, c) : Real(0);
-      }
-      EDGEFRAME_UNROLL
-      for (int r = 0; r < kRows; ++r)
-        if (r < n) {
-          const double xhat = (v[r] - mean[r]) * rstd[r], q = q_of(c, xhat, gy[r]);
-          q_part[r] += q;
-          qx_part[r] += q * xhat;
-          grad_a(e0 + r, c) = static_cast<Real>(q);
-        }
+      const double xhat = (x(e, c) - mean) * rstd, q = q_of(e, c, xhat);
+      q_part += q;
+      qx_part += q * xhat;
+      grad_a(e, c) = static_cast<Real>(q);
     }
-    double q_mean[kRows], qx_mean[kRows];
-    EDGEFRAME_UNROLL
-    for (int r = 0; r < kRows; ++r) {
-      q_mean[r] = lanes.all_sum(q_part[r]) / width;
-      qx_mean[r] = lanes.all_sum(qx_part[r]) / width;
-    }
+    const double q_mean = lanes.all_sum(q_part) / width, qx_mean = lanes.all_sum(qx_part) / width;
     for (int c = lanes.index; c < width; c += Lanes::count) {
-      double v[kRows];
-      Real q[kRows];
-      EDGEFRAME_UNROLL
-      for (int r = 0; r < kRows; ++r) {
-        v[r] = r < n ? x(e0 + r, c) : 0.0;
-        q[r] = r < n ? grad_a(e0 + r, c) : Real(0);
-      }
-      EDGEFRAME_UNROLL
-      for (int r = 0; r < kRows; ++r)
-        if (r < n) {
-          const double xhat = (v[r] - mean[r]) * rstd[r];
-          grad_a(e0 + r, c) = static_cast<Real>((double(q[r]) - q_mean[r] - xhat * qx_mean[r]) * rstd[r]);
-        }
+      const double xhat = (x(e, c) - mean) * rstd;
+      grad_a(e, c) = static_cast<Real>((double(grad_a(e, c)) - q_mean - xhat * qx_mean) * rstd);
     }
   }
 };
 
-// One group of lanes per kRows rows (edge_lanes_policy: edges_per_team groups per team).
-template <class Exec, class Tag, class F>
-Kokkos::TeamPolicy<Exec, Tag> layer_norm_silu_policy(const Exec& exec, const F& f) {
-  return edge_lanes_policy<Exec, Tag>(exec, (f.rows + F::kRows - 1) / F::kRows);
-}
-
 template <class Exec, class Real>
 void layer_norm_silu_forward(const Exec& exec, const LayerNormSilu<Exec, Real>& f) {
-  Kokkos::parallel_for("edgeframe::layer_norm_silu", layer_norm_silu_policy<Exec, TagForward>(exec, f), f);
+  Kokkos::parallel_for("edgeframe::layer_norm_silu", edge_lanes_policy<Exec, TagForward>(exec, f.rows), f);
 }
 
 template <class Exec, class Real>
 void layer_norm_silu_backward(const Exec& exec, const LayerNormSilu<Exec, Real>& f) {
-  Kokkos::parallel_for("edgeframe::layer_norm_silu_backward", layer_norm_silu_policy<Exec, TagBackward>(exec, f), f);
+  Kokkos::parallel_for("edgeframe::layer_norm_silu_backward", edge_lanes_policy<Exec, TagBackward>(exec, f.rows), f);
 }
 
 }  // namespace edgeframe::kk
