@@ -29,6 +29,7 @@ What it does, in order (each step in try/except: a failure prints its error and 
    fairchem's "general" predictions in fp64 and fp32 (unmerged experts, tf32 off): energy,
    forces, stress, per-atom energies, as fp64_* / fp32_* in the npz (the arrays
    tests/lammps/test_fairchem_v2.py check() compares; forces in LAMMPS' frame are F @ Q.T).
+   With --fp64-all the fp64 predictions of every structure (the first keeps its fp32 one too).
 3. Per (path, structure) one JSON line, to stdout (prefixed "RESULT ") and to --out (jsonl):
    fairchem's predict unit from load_predict_unit(ckpt, inference_settings, device); timed is
    unit.predict(data) on one AtomicData built once by AtomicData.from_ase as FAIRChemCalculator
@@ -55,8 +56,8 @@ What it does, in order (each step in try/except: a failure prints its error and 
                      that Nitro picks its portable path (Triton kernels, IEEE fp32 GEMMs).
      multigpu, high_precision  fairchem's presets of those names (torch.compile; not in the
                      default list: compiling can take minutes).
-   For diamond 512 each record also holds the energy and the largest force difference against
-   the fp64 reference of step 2.
+   For diamond 512 (with --fp64-all every structure) each record also holds the energy and the
+   largest force difference against the fp64 reference of step 2.
 """
 
 import argparse
@@ -258,7 +259,8 @@ def reference_predict(unit, atoms, task, charge=0, spin=None):
 
 
 def write_references(args, ckpt, structures, edges, budget):
-    """Data files + npz per structure; fairchem's fp64 / fp32 predictions for the first one."""
+    """Data files + npz per structure; fairchem's fp64 / fp32 predictions for the first one
+    (with --fp64-all the fp64 prediction for every structure). Returns {name: fp64 prediction}."""
     import torch
     from reference_case import write_data
 
@@ -277,28 +279,34 @@ def write_references(args, ckpt, structures, edges, budget):
                        "pair_coeff": f"pair_coeff * * MODEL {' '.join(elements)}"}
     first = next(iter(structures))
     ref = {}
+    fp64_all = {}
     if not args.no_ref:
         for prec, dtype in (("fp64", torch.float64), ("fp32", torch.float32)):
-            if budget.over():
-                emit({"record": "reference", "structure": first, "precision": prec,
-                      "status": "skipped: budget"})
-                continue
-            t = time.time()
+            names = list(structures) if prec == "fp64" and args.fp64_all else [first]
             unit = None
             try:
-                unit = reference_unit(ckpt, args.device, dtype)
-                out = reference_predict(unit, structures[first], TASK)
-                for key, value in out.items():
-                    if value is not None:
-                        recs[first][f"{prec}_{key}"] = np.asarray(value, dtype=np.float64)
-                ref[prec] = out
-                emit({"record": "reference", "structure": first, "precision": prec, "status": "ok",
-                      "path": "general, merge_mole False, tf32 False", "energy": float(out["energy"]),
-                      "max_abs_force": float(np.abs(out["forces"]).max()), "s": round(time.time() - t, 1)})
+                for name in names:
+                    if budget.over():
+                        emit({"record": "reference", "structure": name, "precision": prec,
+                              "status": "skipped: budget"})
+                        continue
+                    t = time.time()
+                    if unit is None:
+                        unit = reference_unit(ckpt, args.device, dtype)
+                    out = reference_predict(unit, structures[name], TASK)
+                    for key, value in out.items():
+                        if value is not None:
+                            recs[name][f"{prec}_{key}"] = np.asarray(value, dtype=np.float64)
+                    if name == first:
+                        ref[prec] = out
+                    if prec == "fp64":
+                        fp64_all[name] = out
+                    emit({"record": "reference", "structure": name, "precision": prec, "status": "ok",
+                          "path": "general, merge_mole False, tf32 False", "energy": float(out["energy"]),
+                          "max_abs_force": float(np.abs(out["forces"]).max()), "s": round(time.time() - t, 1)})
             except Exception as err:  # noqa: BLE001
                 log(f"reference {prec} failed: {first_line(err)}")
-                emit({"record": "reference", "structure": first, "precision": prec, "status": "error",
-                      "error": first_line(err)})
+                emit({"record": "reference", "precision": prec, "status": "error", "error": first_line(err)})
             finally:
                 del unit
                 free_memory()
@@ -313,7 +321,7 @@ def write_references(args, ckpt, structures, edges, budget):
          "pair_style edgeframe[/kk] ... task omat; npz keys as tests/fairchem/make_lammps_cases.py",
          "cases": cases}, indent=1))
     log(f"wrote {len(recs)} data files and npz files to {ref_dir}")
-    return ref.get("fp64")
+    return fp64_all
 
 
 # ---------------------------------------------------------------- timing
@@ -572,7 +580,7 @@ def run_portable_child(args, ckpt, structures, budget):
             emit({"record": "timing", "structure": name, "path": "nitro_portable", "status": "skipped: budget"})
         return
     cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--worker", "nitro_portable",
-           "--device", args.device, "--workdir", args.workdir, "--checkpoint", str(ckpt),
+           "--device", args.device, "--workdir", args.workdir, "--ref-dir", args.ref_dir, "--checkpoint", str(ckpt),
            "--structures", ",".join(structures), "--steps", str(args.steps), "--warmup", str(args.warmup),
            "--budget", str(left - 10), "--out", args.out] + (["--small"] if args.small else [])
     log(f"nitro_portable: child process, {left - 10} s budget")
@@ -583,6 +591,18 @@ def run_portable_child(args, ckpt, structures, budget):
     except subprocess.TimeoutExpired:
         log("nitro_portable: child killed at the budget")
         emit({"record": "timing", "path": "nitro_portable", "status": "error: child past budget"})
+
+
+def fp64_refs_from_npz(args, names):
+    """{name: {"energy", "forces"}} of the fp64 references the parent wrote into REF_DIR."""
+    refs = {}
+    for name in names:
+        path = pathlib.Path(args.ref_dir) / f"{name}.npz"
+        if path.exists():
+            with np.load(path) as z:
+                if "fp64_forces" in z:
+                    refs[name] = {"energy": float(z["fp64_energy"]), "forces": np.array(z["fp64_forces"])}
+    return refs
 
 
 def worker_nitro_portable(args):
@@ -610,7 +630,7 @@ def worker_nitro_portable(args):
              "capability_reported": [8, 0], "model_id": NITRO_MODEL_ID}
     run_unit_path("nitro_portable", lambda: load_predict_unit(str(nckpt), inference_settings=nitro_settings(),
                                                               device=args.device),
-                  structures, edges, args, Budget(args.budget), {}, extra=extra,
+                  structures, edges, args, Budget(args.budget), fp64_refs_from_npz(args, structures), extra=extra,
                   expect={"nitro": True, "model_class": "UMANitroModel"})
     return 0
 
@@ -642,6 +662,9 @@ def main(argv=None):
                     "when their build.json records the same model")
     ap.add_argument("--build-only", action="store_true", help="checkpoint, conversion, references; no timing")
     ap.add_argument("--no-ref", action="store_true", help="no fp64/fp32 reference predictions")
+    ap.add_argument("--fp64-all", action="store_true",
+                    help="the fp64 reference for every structure (default: the first), so that every "
+                         "timing record has its max |dF| against fp64 (bench/uma_gate.sh)")
     ap.add_argument("--no-nitro-patch", action="store_true",
                     help="do not put the random checkpoint's copy on Nitro's allowlist")
     ap.add_argument("--modules-out", default=None,
@@ -692,12 +715,11 @@ def main(argv=None):
     edges = {n: count_edges(a, cutoff) for n, a in structures.items()}
     log("structures: " + ", ".join(f"{n} {len(a)} atoms {edges[n]} edges" for n, a in structures.items()))
     try:
-        ref64 = write_references(args, ckpt, structures, edges, budget)
+        refs = write_references(args, ckpt, structures, edges, budget)
     except Exception as err:  # noqa: BLE001
         log(f"references failed: {first_line(err)}")
         emit({"record": "reference", "status": "error", "error": first_line(err)})
-        ref64 = None
-    refs = {next(iter(structures)): ref64} if ref64 is not None else {}
+        refs = {}
     if args.build_only:
         log("--build-only: done")
         return 0

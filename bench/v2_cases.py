@@ -5,12 +5,14 @@ atoms, rattled by 0.05 A), their candidate pairs within the model's r_cut, and a
 of each (one atom type per element, in the order written to <tag>.elements).
 
     python3 bench/v2_cases.py --potential uma.safetensors --out DIR [--cases diamond512,bcc4394]
+    python3 bench/v2_cases.py --potential uma.safetensors --out DIR --from-ref FAIRCHEM_REF_DIR
 
 then  edgeframe_bench --case DIR/<tag>.case --potential uma.safetensors --precision tf32
 Species in a case file are the potential's species indices: Z - 1 for model v2.
 """
 
 import argparse
+import json
 import pathlib
 import struct
 import sys
@@ -28,6 +30,20 @@ CASES = {
     "bcc4394": lambda: structures.bcc((13, 13, 13)),
     "diamond4096": lambda: structures.diamond((8, 8, 8)),
 }
+
+
+def fairchem_structure(npz, ref_out):
+    """The structure of one REF_DIR/NAME.npz (bench/fairchem_gpu_speed.py: positions, cell, pbc,
+    symbols, in fairchem's frame) as edgeframe_ref Atoms, and its fp64 reference (energy, forces
+    in the same frame and atom order as the case file) copied to ref_out where the npz holds one."""
+    with np.load(npz) as z:
+        atoms = structures.Atoms(np.array(z["positions"], dtype=np.float64), np.array(z["cell"], dtype=np.float64),
+                                 tuple(bool(b) for b in z["pbc"]), [str(s) for s in z["symbols"]])
+        if "fp64_forces" in z:
+            np.savez(ref_out, energy=z["fp64_energy"], forces=z["fp64_forces"])
+    if not np.allclose(atoms.cell, np.diag(np.diag(atoms.cell))):
+        raise SystemExit(f"v2_cases: {npz}: the case data file is written for orthorhombic cells only")
+    return atoms
 
 
 def write_case(out, tag, atoms, r_cut):
@@ -58,14 +74,28 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--potential", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--cases", default=None, help=f"comma list (default {','.join(CASES)}; with --from-ref every "
+                    "structure of REF_DIR/cases.json)")
+    ap.add_argument("--from-ref", default=None, metavar="REF_DIR",
+                    help="the structures bench/fairchem_gpu_speed.py wrote (REF_DIR/NAME.npz), tagged NAME, "
+                         "each with NAME.ref.npz: its fp64 reference forces where fairchem made them")
     args = ap.parse_args()
     cfg, _, _ = read_potential_v2(args.potential)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for tag in args.cases.split(","):
-        atoms = structures.rattle(CASES[tag](), 0.05, seed=1)
-        n, p = write_case(out, tag, atoms, cfg.r_cut)
+    if args.from_ref:
+        ref_dir = pathlib.Path(args.from_ref)
+        names = args.cases.split(",") if args.cases else list(json.loads((ref_dir / "cases.json").read_text())["cases"])
+        cases = {name: lambda name=name: fairchem_structure(ref_dir / f"{name}.npz", out / f"{name}.ref.npz")
+                 for name in names}
+    else:
+        tags = args.cases.split(",") if args.cases else list(CASES)
+        unknown = [t for t in tags if t not in CASES]
+        if unknown:
+            raise SystemExit(f"v2_cases: unknown cases {unknown}; known: {', '.join(CASES)}")
+        cases = {tag: lambda tag=tag: structures.rattle(CASES[tag](), 0.05, seed=1) for tag in tags}
+    for tag, make in cases.items():
+        n, p = write_case(out, tag, make(), cfg.r_cut)
         print(f"v2_cases: {tag}: {n} atoms, {p} directed edges within {cfg.r_cut} A", flush=True)
 
 
