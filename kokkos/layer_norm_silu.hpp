@@ -88,7 +88,9 @@ struct LayerNormSilu {
   // and parks q in grad_a (each lane reads back only the elements it wrote), the second finishes
   // grad_a. Keeping each lane's row values and q in registers instead (one read of a) made the
   // backward slower on the H200 (12.0 against 9.8 ms per step at 646 590 edges, the forward 6.1
-  // against 6.6; doc/performance.md "Kernel forms"), so both passes stream.
+  // against 6.6), and so did 4 rows per warp through every pass with all their loads first
+  // (backward 13.2 against 10.0 ms; doc/performance.md "Kernel forms"), so both passes stream,
+  // one row per warp.
   KOKKOS_INLINE_FUNCTION double q_of(int e, int c, double xhat) const {
     const Real s = pre_activation(c, xhat), sig = sigmoid(s);
     return double(grad_y(e, c)) * double(sig) * (1.0 + double(s) * (1.0 - double(sig))) * double(w(c));

@@ -29,7 +29,7 @@ def fairchem_columns(jsonl):
             sizes[name] = (r["atoms"], r["edges"])
         row = {"status": r.get("status", "?")}
         if r.get("status") == "ok":
-            row.update(ms=r["median_ms"], peak_gb=r.get("peak_gib", 0.0) * 2**30 / 1e9 if "peak_gib" in r else None,
+            row.update(ms=r["median_ms"], peak_gb=r["peak_gib"] * 2**30 / 1e9 if "peak_gib" in r else None,
                        dF=r.get("forces_max_diff_fp64_ref"))
         else:
             row["status"] = (r.get("status", "") + " " + r.get("error", "")).strip()
