@@ -19,10 +19,10 @@ GemmMode mode_of(Precision p) {
 }
 
 void native_out(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
-  if (bias.defined())
-    at::addmm_out(out, bias, a, b);
-  else
+  if (!bias.defined())
     at::mm_out(out, a, b);
+  else if (out.is_contiguous() || !gemm_bias_in_epilogue(out, a, b, bias))
+    at::addmm_out(out, bias, a, b);  // contiguous: torch puts the bias into cuBLASLt's epilogue itself
 }
 
 // bf16 operands, fp32 sums: CUDA's mm.dtype (bf16 tensor cores, fp32 output); CPU has no such

@@ -56,6 +56,14 @@ void gemm_out(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b
               const torch::Tensor& bias = torch::Tensor());
 torch::Tensor gemm(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias = torch::Tensor());
 
+// out = a b + bias (fp32, tf32 as torch's switch says) in one cuBLASLt call with the bias in its
+// epilogue, for an out that is a column range of a wider matrix (a unit column stride): torch's
+// addmm does that only for a contiguous out. Returns false, having done nothing, where it does
+// not apply (host tensors, other dtypes, strides cuBLASLt takes no algorithm for): the caller
+// then uses addmm. gemm_bias_epilogue.cpp says why.
+bool gemm_bias_in_epilogue(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
+                           const torch::Tensor& bias);
+
 // a [..., K] w^T + bias as an autograd op: native mode calls torch's addmm / mm (its own backward); the
 // other modes a Function whose backward forms its GEMMs in the same mode.
 torch::Tensor gemm_linear(const torch::Tensor& a, const torch::Tensor& w, const torch::Tensor& bias = torch::Tensor());
