@@ -323,9 +323,13 @@ struct PackBackwardEdge {
       const int grow = gate_row(l, am, lmax);
       const int pp = packed_row(l, am, lmax), pm = packed_row(l, -am, lmax);
       const int bp = off + (am + k) * nrow, bm = off + (-am + k) * nrow;
-      double part_p[NV], part_m[NV];
+      // grad_band's partial sums of this lane's channels (2 C / lanes terms: a short sum, in
+      // Real), summed over the lanes in double. Kept in double here too, the float kernel
+      // needed 96 registers instead of 66 (ptxas, sm_90, lmax <= 2): 5 teams per multiprocessor
+      // instead of 7.
+      Real part_p[NV], part_m[NV];
       EDGEFRAME_UNROLL
-      for (int t = 0; t < NV; ++t) part_p[t] = part_m[t] = 0.0;
+      for (int t = 0; t < NV; ++t) part_p[t] = part_m[t] = Real(0);
       for (int c = lanes.index; c < C; c += Lanes::count) {
         Real xj[NV], xi[NV];
         EDGEFRAME_UNROLL
@@ -337,7 +341,7 @@ struct PackBackwardEdge {
         Real ggj = Real(0), ggi = Real(0);  // 0 + a b rounds as a b: the first row adds exactly
         // One row (l, m) of this gate row: grad_rot, grad_band's partial sums, and its term
         // grad_u (D x) of grad_g.
-        auto row = [&](int prow, int brow, double(&part)[NV]) {
+        auto row = [&](int prow, int brow, Real(&part)[NV]) {
           const Real guj = grad_u(e, prow, c), gui = grad_u(e, prow, C + c);
           const Real rj = gj * guj, ri = gi * gui;
           grad_rot(e, prow, c) = rj;
@@ -346,7 +350,7 @@ struct PackBackwardEdge {
           EDGEFRAME_UNROLL
           for (int t = 0; t < NV; ++t)
             if (t < nrow) {
-              part[t] += double(rj) * double(xj[t]) + double(ri) * double(xi[t]);
+              part[t] += rj * xj[t] + ri * xi[t];
               const Real d = band(e, brow + t);
               dxj += d * xj[t];
               dxi += d * xi[t];
@@ -359,13 +363,19 @@ struct PackBackwardEdge {
         grad_g(e, grow, c) = ggj;
         grad_g(e, grow, C + c) = ggi;
       }
-      lanes.reduce_scatter(part_p, [&](int t, double sum) {
+      double sums[NV];
+      EDGEFRAME_UNROLL
+      for (int t = 0; t < NV; ++t) sums[t] = part_p[t];
+      lanes.reduce_scatter(sums, [&](int t, double sum) {
         if (t < nrow) grad_band(e, bp + t) = static_cast<Real>(sum);
       });
-      if (am > 0)
-        lanes.reduce_scatter(part_m, [&](int t, double sum) {
+      if (am > 0) {
+        EDGEFRAME_UNROLL
+        for (int t = 0; t < NV; ++t) sums[t] = part_m[t];
+        lanes.reduce_scatter(sums, [&](int t, double sum) {
           if (t < nrow) grad_band(e, bm + t) = static_cast<Real>(sum);
         });
+      }
     }
   }
 
