@@ -1,0 +1,28 @@
+#!/bin/bash
+# H200 call 5: the UMA gate (issue 26 item 1) as one command, bench/uma_gate.sh, with LAMMPS'
+# CUDA build carried in .device/deps-gpu.tar.xz (built on the CPU machine) and fairchem from
+# .device/fairchem-wheels (scripts/pack_fairchem_wheels.sh). Predictions: predictions.md.
+#   run from the repository root, .device carried: OUT=$OUT bash bench/results/h200_2026-12-04c/call5.sh
+set -u
+T0=$SECONDS
+R=$OUT/r
+mkdir -p "$R"
+pack() { tar -C "$OUT" -cJf "$OUT/results.tar.xz" r; }
+export BUILD_TARGETS="edgeframeplugin edgeframe_bench" NO_STATE=1
+OUT=$R timeout 240 scripts/gpu_session.sh build > "$R/build-step.log" 2>&1
+echo "build rc $? at $((SECONDS - T0)) s"; grep -E "built in|rror" "$R/build-step.log" | head -5
+source "$(scripts/bootstrap.sh --gpu --print-env)"
+export LD_LIBRARY_PATH="$LAMMPS_ROOT/lib:$Kokkos_ROOT/lib:${LD_LIBRARY_PATH:-}" PATH="$LAMMPS_ROOT/bin:$PATH"
+bash .device/fairchem-wheels/INSTALL.sh /tmp/fcpkgs > "$R/install.log" 2>&1
+echo "install rc $?"
+export PYTHONPATH=/tmp/fcpkgs
+left=$((575 - (SECONDS - T0)))
+TIME_LEFT=$((left / 2)) FAIRCHEM_BUDGET=$((left / 2 - 20)) timeout $((left - 10)) bash bench/uma_gate.sh /tmp/uma-gate \
+  > "$R/uma-gate.out" 2>&1
+echo "uma_gate rc $? at $((SECONDS - T0)) s"
+cp /tmp/uma-gate/gate.md /tmp/uma-gate/gate.json /tmp/uma-gate/fairchem.jsonl "$R/" 2>/dev/null
+tar -C /tmp/uma-gate --exclude='*.case' --exclude='*.data' --exclude='*.safetensors' --exclude='*.pt' \
+  --exclude='*.dump' --exclude='*.f8' -cJf "$R/uma-gate-logs.tar.xz" fairchem.log edgeframe.log edgeframe 2>/dev/null
+cat "$R/uma-gate.out"
+pack
+echo "total $((SECONDS - T0)) s"
