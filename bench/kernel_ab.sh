@@ -24,11 +24,14 @@ mkdir -p "$R/old" "$R/new"
 pack() { tar -C "$OUT" -cJf "$OUT/results.tar.xz" r; }
 repo=$PWD
 if [[ ${STAGE:-build} == build ]]; then
-  mkdir -p /tmp/head && tar xzf .device/src-head.tar.gz -C /tmp/head && ln -sfn "$repo/.device" /tmp/head/.device
+  rm -rf /tmp/head && mkdir -p /tmp/head && tar xzf .device/src-head.tar.gz -C /tmp/head \
+    && ln -sfn "$repo/.device" /tmp/head/.device
   (cd /tmp/head && OUT=$R/old NO_LAMMPS=1 NO_STATE=1 BUILD_TARGETS=edgeframe_bench timeout 220 \
     scripts/gpu_session.sh build) > "$R/build-old.log" 2>&1
   echo "base build rc $? at $((SECONDS - T0)) s"; grep -E "built in|error" "$R/build-old.log" | head -5
-  OUT=$R/new NO_LAMMPS=1 NO_STATE=1 BUILD_TARGETS="edgeframe_bench edgeframe_unit_tests" timeout $(($(left) - 15)) \
+  t=$(($(left) - 15))
+  ((t > 60)) || t=60   # timeout 0 would mean no limit
+  OUT=$R/new NO_LAMMPS=1 NO_STATE=1 BUILD_TARGETS="edgeframe_bench edgeframe_unit_tests" timeout $t \
     scripts/gpu_session.sh build test > "$R/build-new.log" 2>&1
   echo "new build and units rc $? at $((SECONDS - T0)) s"
   grep -E "built in|error|PASSED|FAILED|SKIPPED|\[ measured \]" "$R/build-new.log" | head -20
@@ -40,8 +43,9 @@ old=/tmp/head/build-gpu/bench/edgeframe_bench new=$repo/build-gpu/bench/edgefram
 [[ -x $old && -x $new ]] || { echo "kernel_ab: a bench binary is missing (run STAGE=build first)"; exit 1; }
 pot=/tmp/umas.safetensors cases=/tmp/cases
 [[ -f $pot ]] || python3 bench/v2_random_potential.py $pot > "$R/potential.log" 2>&1
-[[ -f $cases/diamond4096.case ]] || python3 bench/v2_cases.py --potential $pot --out $cases \
+[[ -f $cases/diamond512.case && -f $cases/bcc4394.case && -f $cases/diamond4096.case ]] || python3 bench/v2_cases.py --potential $pot --out $cases \
   --cases diamond512,bcc4394,diamond4096 > "$R/cases.log" 2>&1
+rm -f /tmp/f-old-* /tmp/f-new-*   # forces of an earlier bench stage on this warm machine
 one() {  # build label args...
   local b=$1 label=$2
   shift 2
@@ -69,7 +73,7 @@ for f in sorted(glob.glob("/tmp/f-old-*")):
     if not os.path.exists(g):
         print(os.path.basename(f)[6:], "no new forces"); continue
     a = np.fromfile(f, dtype="<f8"); b = np.fromfile(g, dtype="<f8")
-    if a.shape != b.shape:
+    if a.size == 0 or a.shape != b.shape:
         print(os.path.basename(f)[6:], "shapes differ", a.shape, b.shape); continue
     print(f"{os.path.basename(f)[6:]}: max|dF| {np.abs(a - b).max():.3e} of max|F| {np.abs(a).max():.3e}")
 PY

@@ -323,10 +323,10 @@ struct PackBackwardEdge {
       const int grow = gate_row(l, am, lmax);
       const int pp = packed_row(l, am, lmax), pm = packed_row(l, -am, lmax);
       const int bp = off + (am + k) * nrow, bm = off + (-am + k) * nrow;
-      // grad_band's partial sums of this lane's channels (2 C / lanes terms: a short sum, in
-      // Real), summed over the lanes in double. Kept in double here too, the float kernel
-      // needed 96 registers instead of 66 (ptxas, sm_90, lmax <= 2): 5 teams per multiprocessor
-      // instead of 7.
+      // grad_band's partial sums of this lane's channels (2 C / lanes terms, in Real: a short
+      // sum on a warp), summed over the lanes in double. With these partial sums in double (as
+      // rows_of_degree keeps them) the float kernel needed 96 registers instead of 66 (ptxas,
+      // sm_90, lmax <= 2): 5 teams per multiprocessor instead of 7.
       Real part_p[NV], part_m[NV];
       EDGEFRAME_UNROLL
       for (int t = 0; t < NV; ++t) part_p[t] = part_m[t] = Real(0);

@@ -123,12 +123,16 @@ struct Descriptors {
 }  // namespace
 
 bool gemm_bias_in_epilogue(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
-  if (!out.is_cuda() || out.scalar_type() != torch::kFloat || a.scalar_type() != torch::kFloat ||
-      b.scalar_type() != torch::kFloat || !bias.defined() || bias.scalar_type() != torch::kFloat)
-    return false;
+  if (!bias.defined() || out.dim() != 2 || a.dim() != 2 || b.dim() != 2 || bias.dim() != 1) return false;
+  const Tensor* const operands[] = {&out, &a, &b, &bias};
+  for (const Tensor* t : operands)
+    if (!t->is_cuda() || t->device() != out.device() || t->scalar_type() != torch::kFloat) return false;
   const std::int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  if (m == 0 || n == 0 || k == 0 || bias.dim() != 1 || bias.size(0) != n || !bias.is_contiguous()) return false;
+  if (m == 0 || n == 0 || k == 0 || b.size(0) != k || bias.size(0) != n || !bias.is_contiguous()) return false;
   if (out.size(0) != m || out.size(1) != n || out.stride(1) != 1 || out.stride(0) < n) return false;
+  // The preferences below state A-D's alignments, not the bias': a bias less aligned than 16
+  // bytes (a slice) could make the kernel fault instead of the heuristic declining.
+  if (alignment_of(bias.data_ptr()) < 16) return false;
   Operand op_a, op_b;
   if (!as_operand(a, op_a) || !as_operand(b, op_b)) return false;
   const LtApi& api = lt_api();
@@ -138,7 +142,9 @@ bool gemm_bias_in_epilogue(Tensor& out, const Tensor& a, const Tensor& b, const 
   // b^T is b's storage as it is when b has a unit column stride, else b's storage transposed.
   const cublasOperation_t trans_b = op_b.transposed_storage ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t trans_a = op_a.transposed_storage ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const bool tf32 = at::globalContext().allowTF32CuBLAS();
+  // What torch's own GEMMs read (Tf32Switch sets it through the legacy switch, which sets this too).
+  const bool tf32 = at::globalContext().float32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL) ==
+                    at::Float32Precision::TF32;
   Descriptors d{api};
   const cublasComputeType_t compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
