@@ -8,11 +8,16 @@ T0=$SECONDS
 R=$OUT/r
 mkdir -p "$R"
 pack() { tar -C "$OUT" -cJf "$OUT/results.tar.xz" r; }
-export BUILD_TARGETS="edgeframeplugin edgeframe_bench" NO_STATE=1
+export BUILD_TARGETS="edgeframeplugin edgeframe_bench edgeframe_unit_tests" NO_STATE=1
 OUT=$R timeout 240 scripts/gpu_session.sh build > "$R/build-step.log" 2>&1
 echo "build rc $? at $((SECONDS - T0)) s"; grep -E "built in|rror" "$R/build-step.log" | head -5
 source "$(scripts/bootstrap.sh --gpu --print-env)"
 export LD_LIBRARY_PATH="$LAMMPS_ROOT/lib:$Kokkos_ROOT/lib:${LD_LIBRARY_PATH:-}" PATH="$LAMMPS_ROOT/bin:$PATH"
+# The GPU units of this tree (the review fixes of the bias epilogue), the CUDA-graph ones apart.
+(cd build-gpu && timeout 90 ./tests/edgeframe_unit_tests --gtest_brief=1 --gtest_filter=-*CudaGraph*) > "$R/unit-gpu.log" 2>&1
+echo "units rc $?"; (cd build-gpu && timeout 40 ./tests/edgeframe_unit_tests --gtest_filter=*CudaGraph*) >> "$R/unit-gpu.log" 2>&1
+echo "CUDA-graph units rc $? at $((SECONDS - T0)) s"; grep -E "column range|PASSED|FAILED" "$R/unit-gpu.log" | head -8
+lmp -h > "$R/lmp-h.log" 2>&1; echo "lmp -h rc $?: $(grep -c KOKKOS "$R/lmp-h.log") KOKKOS lines"
 bash .device/fairchem-wheels/INSTALL.sh /tmp/fcpkgs > "$R/install.log" 2>&1
 echo "install rc $?"
 export PYTHONPATH=/tmp/fcpkgs
