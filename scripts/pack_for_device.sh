@@ -38,8 +38,10 @@ if [[ ! -f "$out/$name" ]]; then
 fi
 if [[ $lammps_cuda == 1 ]]; then
   PATH=/usr/local/cuda/bin:$PATH EDGEFRAME_PYTHON="$EDGEFRAME_PYTHON" "$repo/scripts/bootstrap.sh" --gpu --no-fairchem
-  (cd "$EDGEFRAME_DEPS" && tar cf - kokkos-5.0.2-cuda-hopper90 lammps-20260704-cuda-hopper90 \
-     stamps/kokkos-5.0.2-cuda-hopper90 stamps/lammps-20260704-cuda-hopper90 | xz -T0 -6 > "$out/deps-gpu.tar.xz")
+  # share/ is LAMMPS' own potential files (57 MB): no GPU call reads them, and a call carries 64 MiB.
+  (cd "$EDGEFRAME_DEPS" && tar cf - --exclude=lammps-20260704-cuda-hopper90/share kokkos-5.0.2-cuda-hopper90 \
+     lammps-20260704-cuda-hopper90 stamps/kokkos-5.0.2-cuda-hopper90 stamps/lammps-20260704-cuda-hopper90 \
+     | xz -T0 -6 > "$out/deps-gpu.tar.xz")
 elif [[ $kokkos_cuda == 1 && ! -f "$out/deps-gpu.tar.xz" ]]; then
   # The venv's torch (2.11.0+cu130) satisfies bootstrap's torch check; Kokkos needs none.
   PATH=/usr/local/cuda/bin:$PATH EDGEFRAME_PYTHON="$EDGEFRAME_PYTHON" "$repo/scripts/bootstrap.sh" --gpu --no-lammps
