@@ -248,15 +248,6 @@ build_lammps() {
     opts+=(-DBUILD_OMP=ON)
   else
     opts+=("-DCMAKE_CXX_COMPILER=$kokkos_prefix/bin/nvcc_wrapper" -DBUILD_OMP=OFF)
-    if ! ldconfig -p | grep -q 'libcuda\.so\.1 '; then
-      # No driver here (the CPU machine, scripts/pack_for_device.sh --lammps-cuda): Kokkos needs
-      # libcuda.so.1, so lmp links against the toolkit's stub, which the real driver library
-      # replaces at run time (-rpath-link only: the stub's folder is not recorded in lmp).
-      local stubs="$prefix/build/cuda-stubs" cuda_home
-      cuda_home="$(dirname "$(dirname "$(command -v nvcc)")")"
-      mkdir -p "$stubs" && ln -sfn "$cuda_home/lib64/stubs/libcuda.so" "$stubs/libcuda.so.1"
-      opts+=("-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,$stubs")
-    fi
   fi
   log "building LAMMPS $lammps_version ($variant): about 8 min on 2 cores from scratch"
   # An existing build folder is reused (ninja rebuilds only what changed, e.g. after a failed

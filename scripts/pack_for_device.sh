@@ -3,23 +3,18 @@
 # named in the device tool's `carry`): the verified Kokkos tarball and a trimmed LAMMPS tree
 # (src/*.cpp|h, the packages we build, cmake/, python/lammps), about 10 MB as .tar.xz.
 #
-#   scripts/pack_for_device.sh [--kokkos-cuda | --lammps-cuda]
+#   scripts/pack_for_device.sh [--kokkos-cuda]
 #
 # --kokkos-cuda: also build Kokkos with CUDA (HOPPER90) here (nvcc needs no GPU; 2.5 min on 2
 # cores) and pack it with its stamp as .device/deps-gpu.tar.xz, unless that file exists (it may
-# hold a LAMMPS-CUDA build too). A GPU call then runs `NO_LAMMPS=1 scripts/gpu_session.sh ...`
-# without building Kokkos (doc/build.md).
-# --lammps-cuda: build Kokkos and LAMMPS with KOKKOS CUDA here (every LAMMPS object goes through
-# nvcc_wrapper: about 65 minutes on 2 cores, where the GPU machine takes 7-8.5 minutes of a call
-# of its own) and pack both with their stamps as .device/deps-gpu.tar.xz (about 15 MB), replacing
-# a Kokkos-only one. GPU calls then build the plugin and run lmp with no LAMMPS build.
+# hold a LAMMPS-CUDA build from the GPU machine too). A GPU call then runs
+# `NO_LAMMPS=1 scripts/gpu_session.sh ...` without building Kokkos (doc/build.md).
 set -euo pipefail
-kokkos_cuda=0 lammps_cuda=0
+kokkos_cuda=0
 for arg in "$@"; do
   case "$arg" in
     --kokkos-cuda) kokkos_cuda=1 ;;
-    --lammps-cuda) lammps_cuda=1 ;;
-    *) echo "pack_for_device: unknown argument '$arg' (valid: --kokkos-cuda --lammps-cuda)" >&2; exit 2 ;;
+    *) echo "pack_for_device: unknown argument '$arg' (valid: --kokkos-cuda)" >&2; exit 2 ;;
   esac
 done
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,13 +31,7 @@ if [[ ! -f "$out/$name" ]]; then
          cmake python/lammps doc/lammps.1 doc/msi2lmp.1 LICENSE README)
   (cd "$out" && sha256sum "$name" > "$name.sha256")
 fi
-if [[ $lammps_cuda == 1 ]]; then
-  PATH=/usr/local/cuda/bin:$PATH EDGEFRAME_PYTHON="$EDGEFRAME_PYTHON" "$repo/scripts/bootstrap.sh" --gpu --no-fairchem
-  # share/ is LAMMPS' own potential files (57 MB): no GPU call reads them, and a call carries 64 MiB.
-  (cd "$EDGEFRAME_DEPS" && tar cf - --exclude=lammps-20260704-cuda-hopper90/share kokkos-5.0.2-cuda-hopper90 \
-     lammps-20260704-cuda-hopper90 stamps/kokkos-5.0.2-cuda-hopper90 stamps/lammps-20260704-cuda-hopper90 \
-     | xz -T0 -6 > "$out/deps-gpu.tar.xz")
-elif [[ $kokkos_cuda == 1 && ! -f "$out/deps-gpu.tar.xz" ]]; then
+if [[ $kokkos_cuda == 1 && ! -f "$out/deps-gpu.tar.xz" ]]; then
   # The venv's torch (2.11.0+cu130) satisfies bootstrap's torch check; Kokkos needs none.
   PATH=/usr/local/cuda/bin:$PATH EDGEFRAME_PYTHON="$EDGEFRAME_PYTHON" "$repo/scripts/bootstrap.sh" --gpu --no-lammps
   (cd "$EDGEFRAME_DEPS" && tar cf - kokkos-5.0.2-cuda-hopper90 stamps/kokkos-5.0.2-cuda-hopper90 | xz -T0 -6 > "$out/deps-gpu.tar.xz")
