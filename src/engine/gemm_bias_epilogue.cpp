@@ -18,6 +18,7 @@
 #include <cublasLt.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdint>
 #endif
 
@@ -156,7 +157,7 @@ bool gemm_bias_in_epilogue(Tensor& out, const Tensor& a, const Tensor& b, const 
       api.desc_set(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr, sizeof(bias_ptr)) != CUBLAS_STATUS_SUCCESS)
     return false;
   // Stored shapes: an operand applied transposed is stored as [cols of op, rows of op].
-  const bool b_t = trans_b == CUBLAS_OP_T, a_t = trans_a == CUBLAS_OP_T;
+  const bool b_t = op_b.transposed_storage, a_t = op_a.transposed_storage;
   if (api.layout_create(&d.a, CUDA_R_32F, b_t ? k : n, b_t ? n : k, op_b.ld) != CUBLAS_STATUS_SUCCESS ||
       api.layout_create(&d.b, CUDA_R_32F, a_t ? m : k, a_t ? k : m, op_a.ld) != CUBLAS_STATUS_SUCCESS ||
       api.layout_create(&d.c, CUDA_R_32F, n, m, out.stride(0)) != CUBLAS_STATUS_SUCCESS)
