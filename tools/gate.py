@@ -10,8 +10,8 @@ passed: build the rattled box and a random full-size model (tools/bench_referenc
 recipe, seeds fixed), write the model as a potential file and the neighbour list as a case
 file, compute fp64 reference forces (edge-chunked, so that large cases fit), then time each
 column in a fresh process: reference eager and compile (tools/bench_reference.py's worker),
-engine (bench/edgeframe_bench --case), LAMMPS (`-k on g 1 -sf kk`, Loop time of a short run
-with static positions: one force call per step). Every column reports the median step time, atom-steps/s, ns/day at 1 fs, peak memory
+engine (bench/edgeframe_bench --case), LAMMPS (`-k on g 1 -sf kk`, static positions: one force
+call per step; the per-step time from two runs of different length, run_lammps). Every column reports the median step time, atom-steps/s, ns/day at 1 fs, peak memory
 and, for the engine, max |F - F_ref(fp64)|. Results go to OUT/gate.json (rewritten after
 every column, so a run cut short keeps what it measured) and OUT/gate.md.
 """
@@ -150,7 +150,14 @@ def run_engine(args, c, precision, activations="auto", bench=None, env=None, cud
 
 def run_lammps(args, c, precision, steps=50, graph=False):
     """graph: pair_style keywords graph per_rebuild and cuda_graph yes (the graph built once, the
-    step replayed as a CUDA graph), with the neighbour skin of --lmp-skin."""
+    step replayed as a CUDA graph), with the neighbour skin of --lmp-skin.
+
+    Timing: a warm-up run, then runs of `steps` and 3 x `steps` steps in one LAMMPS process. A
+    run's Loop time holds a cost paid once per run (with cuda_graph, the capture at its first
+    step: each run's setup builds a new graph), so the per-step time is the difference of the two
+    runs' Loop times over the difference of their steps (median_s), and the once-per-run cost is
+    what the shorter run has beyond that (run_fixed_s). The engine column excludes its capture
+    the same way (warm-up steps)."""
     species = c["elements"]
     inp = c["data"].with_suffix(".graph.in" if graph else ".in")
     style = f"precision {precision}" + (" graph per_rebuild cuda_graph yes" if graph else "")
@@ -162,7 +169,7 @@ def run_lammps(args, c, precision, steps=50, graph=False):
         # Static positions (no integrator): every step is one force call on the case's atoms, as
         # in the engine column. Random-weight models are not physical: an NVE run of the 512-atom
         # L2 diamond pulled two atoms 0.29 A apart by step 57 (H200, 2026-11-30) and stopped.
-        "thermo 50", "run 10", f"run {steps}",
+        "thermo 50", "run 10", f"run {steps}", f"run {3 * steps}",
         # The forces of the last step, by atom ID (the case's atom order), for the force error.
         f"write_dump all custom {inp.with_suffix('.forces')} id fx fy fz modify sort id format float %.17g", ""]))
     cmd = [args.lmp, "-k", "on", *args.lmp_kokkos.split(), "-sf", "kk", "-pk", "kokkos", *args.lmp_package.replace(",", " ").split(),
@@ -170,13 +177,17 @@ def run_lammps(args, c, precision, steps=50, graph=False):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.case_timeout)
     log = inp.with_suffix(".log").read_text() if inp.with_suffix(".log").exists() else ""
     loops = re.findall(r"Loop time of ([0-9.eE+-]+) on \d+ procs for (\d+) steps", log)
-    if p.returncode != 0 or len(loops) < 2:
+    if p.returncode != 0 or len(loops) < 3:
         # LAMMPS' own "ERROR..." line first: MPI's "with errorcode 1" after it says nothing.
         lines = (log + p.stdout + p.stderr).splitlines()
         err = [ln for ln in lines if "ERROR" in ln] or [ln for ln in lines if "rror" in ln]
         return dict(error=f"exit {p.returncode}: {(err or ['no Loop time in the log'])[0][:300]}")
-    t, n = float(loops[-1][0]), int(loops[-1][1])
-    r = dict(median_s=t / n, times_s=[t / n], steps=n, note="mean over the timed run (Loop time / steps)")
+    (t1, n1), (t2, n2) = [(float(t), int(n)) for t, n in loops[-2:]]
+    per_step = (t2 - t1) / (n2 - n1)
+    r = dict(median_s=per_step, times_s=[per_step], steps=n2 - n1, runs=[n1, n2], run_fixed_s=t1 - n1 * per_step,
+             mean_s_short_run=t1 / n1,
+             note=f"per step: (Loop time of {n2} steps - Loop time of {n1}) / {n2 - n1}; run_fixed_s: the "
+                  f"{n1}-step run's Loop time beyond {n1} such steps (paid once per run)")
     replays = re.findall(r"edgeframe cuda_graph: (\d+) capture\(s\), (\d+) replayed step", log)
     if replays:   # the timed run's (the last one)
         r["cuda_graph_captures"], r["cuda_graph_replays"] = int(replays[-1][0]), int(replays[-1][1])
@@ -212,6 +223,8 @@ def markdown(results):
         column = r["column"]
         if column.startswith("lammps-") and "cuda_graph_replays" in r:   # -graph: its edges and replays
             column += f" ({r.get('lammps_edges', 0):.0f} edges, {r['cuda_graph_replays']} replays)"
+        if column.startswith("lammps-") and "run_fixed_s" in r:   # what each run pays once (a capture)
+            column += f" [+{1e3 * r['run_fixed_s']:.1f} ms once per run]"
         head = f"| {r['tag']} | {r['n_atoms']} | {r['n_edges']} | {column} |"
         if r.get("error"):
             out.append(f"{head} failed: {r['error'][:100]} | | | | |")

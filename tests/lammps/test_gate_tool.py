@@ -100,7 +100,8 @@ def test_lammps_column_runs_and_times_force_calls(lammps, case):
                               lmp_package="neigh full newton off", case_timeout=300, lmp_skin=None)
     r = gate.run_lammps(args, case, "fp64", steps=3)
     assert "error" not in r, r
-    assert r["steps"] == 3 and r["median_s"] > 0, r
+    # Per step from runs of 3 and 9 steps: (Loop time of 9 - Loop time of 3) / 6.
+    assert r["steps"] == 6 and r["runs"] == [3, 9] and r["median_s"] > 0, r
     # The column's force error: the last step's forces (write_dump, by atom ID) against the fp64
     # reference; the data file's positions carry 12 decimals, hence not 1e-12.
     assert r["forces_finite"] and r["max_force_err_rel"] < 1e-8, r
@@ -122,9 +123,9 @@ def test_lammps_graph_column_keeps_its_graph_and_gives_the_reference_forces(lamm
     assert "error" not in r, r
     assert r["forces_finite"] and r["max_force_err_rel"] < 1e-8, r
     assert r["lammps_edges"] > case["n_edges"], r
-    # A run of 3 steps makes 4 force calls (its setup's too): one eager, then replays (the first
-    # after its capture). CPU builds capture nothing.
-    assert r["cuda_graph_replays"] == (3 if ON_GPU else 0), r
+    # The last run, of 9 steps, makes 10 force calls (its setup's too): one eager, then replays
+    # (the first after its capture). CPU builds capture nothing.
+    assert r["cuda_graph_replays"] == (9 if ON_GPU else 0), r
     log = case["data"].with_suffix(".graph.log").read_text()
     assert "edgeframe: graph per_rebuild: edges within r_cut + skin" in log
     assert ON_GPU or "cuda_graph yes has no effect here (this build runs on the host)" in log
