@@ -131,7 +131,12 @@ void PairEdgeframe::init_style()
   const bool shell_mode = !m_folded && !m_exchange;
   ghostneigh = shell_mode ? 1 : 0;
   neighbor->add_request(this, shell_mode ? (NeighConst::REQ_FULL | NeighConst::REQ_GHOST) : NeighConst::REQ_FULL);
+  init_ghost_mode();
+}
 
+void PairEdgeframe::init_ghost_mode()
+{
+  const bool shell_mode = !m_folded && !m_exchange;
   const auto &cfg = m_potential->config;
   // Exchange mode: the features of one atom, D * C values in the compute dtype, travel as their
   // bytes in LAMMPS' double buffers (fp32: two per double); LAMMPS sizes its buffers from

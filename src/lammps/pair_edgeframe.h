@@ -125,6 +125,9 @@ class PairEdgeframe : public Pair {
   void check_run_preconditions(bool need_newton);
   void set_units();    // m_to_angstrom and friends from LAMMPS' unit style (lj refused)
   void init_engine(bool need_newton = true);    // preconditions, evaluator, model block, per-run timers
+  // After m_folded / m_exchange are set: LAMMPS' buffer sizes for the exchange, the exchange
+  // object and its settings, the ghost cutoff of the shell mode, the log lines.
+  void init_ghost_mode();
   // Rank 0: writes the evaluator's activations plan to the log when it changes (activations
   // auto picks one per graph size; doc/pair_style.md).
   void log_activation_plan();

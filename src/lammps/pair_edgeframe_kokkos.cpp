@@ -65,47 +65,58 @@ PairEdgeframeKokkos<DeviceType>::PairEdgeframeKokkos(LAMMPS *lmp) : PairEdgefram
 template <class DeviceType>
 void PairEdgeframeKokkos<DeviceType>::init_style()
 {
-  m_device_path = kSharesEngineMemory && m_fold_images && comm->nprocs == 1;
+  // Device path: one rank with periodic images folded onto their owners, or the per-layer
+  // exchange (several ranks, or fold_images no) with LAMMPS' brick communication. The ghost
+  // shell, comm_style tiled (CommTiledKokkos packs pair communication on the host) and a model
+  // deviation with the exchange (its ghost forces travel in the host reverse communication)
+  // stay on the host-data path.
+  const bool folded = m_fold_images && comm->nprocs == 1;
+  const bool exchange = !folded && m_ghost_exchange && comm->style == Comm::BRICK && m_deviation_models.empty();
+  m_device_path = kSharesEngineMemory && (folded || exchange);
   // LAMMPS-KOKKOS routes a pair style's forward/reverse communication (the per-layer feature
   // exchange) by execution_space: Host means CommBrick's host buffers and our pack functions;
   // the device means CommKokkos' device buffers and the *_kokkos pack functions below.
   execution_space = m_device_path ? ExecutionSpaceFromDevice<DeviceType>::space : Host;
   reverse_comm_device = 0;
-  m_exchange_device_comm = false;
+  // The per-layer exchange goes through LAMMPS-KOKKOS' device communication where LAMMPS keeps
+  // pair communication on the device (GPU-aware MPI, or one rank; it moves it to the host
+  // otherwise, e.g. several ranks without GPU-aware MPI), else through LAMMPS' host buffers
+  // (the node rows reordered on the device). The keyword device_comm no forces the host buffers.
+  // comm_style tiled: CommTiledKokkos sends pair communication to the host functions always.
+  m_exchange_device_comm = kSharesEngineMemory && m_ghost_exchange && !folded && comm->style == Comm::BRICK &&
+                           !lmp->kokkos->forward_pair_comm_legacy && !lmp->kokkos->reverse_pair_comm_legacy &&
+                           m_device_comm_allowed;
+  if (m_exchange_device_comm) {
+    // Device, not ExecutionSpaceFromDevice (HostKK on CPU builds, which CommKokkos sends to
+    // the host functions): CPU builds then run the same device communication, in host memory.
+    execution_space = Device;
+    reverse_comm_device = 1;
+  }
   if (!m_device_path) {
     // Host-data path: the plain style's node map, ghost exchange or shell, host neighbour list.
-    // Its per-layer exchange goes through LAMMPS-KOKKOS' device communication where LAMMPS keeps
-    // pair communication on the device (GPU-aware MPI, or one rank; it moves it to the host
-    // otherwise, e.g. several ranks without GPU-aware MPI), else through LAMMPS' host buffers.
-    // The keyword device_comm no forces the host buffers.
-    // comm_style tiled: CommTiledKokkos sends pair communication to the host functions always.
-    m_exchange_device_comm = kSharesEngineMemory && m_ghost_exchange && comm->style == Comm::BRICK &&
-                             !lmp->kokkos->forward_pair_comm_legacy && !lmp->kokkos->reverse_pair_comm_legacy &&
-                             m_device_comm_allowed;
-    if (m_exchange_device_comm) {
-      // Device, not ExecutionSpaceFromDevice (HostKK on CPU builds, which CommKokkos sends to
-      // the host functions): CPU builds then run the same device communication, in host memory.
-      execution_space = Device;
-      reverse_comm_device = 1;
-    }
     PairEdgeframe::init_style();
     if (comm->me == 0)
       utils::logmesg(lmp, "edgeframe/kk: {}; atom data is staged through the host\n",
-                     kSharesEngineMemory ? "several ranks (or fold_images no)"
-                                         : "host instantiation of a device build");
+                     !kSharesEngineMemory ? "host instantiation of a device build"
+                     : !m_ghost_exchange  ? "ghost_mode shell"
+                     : comm->style != Comm::BRICK ? "comm_style tiled"
+                                                  : "a model deviation with the per-layer exchange");
     return;
   }
-  // newton off is fine here (LAMMPS-KOKKOS on GPUs defaults to it with full lists): the folded
-  // graph puts every force on an owned atom, so nothing needs reverse communication.
-  init_engine(false);
-  m_folded = true;
-  if (atom->map_style == Atom::MAP_NONE)
+  // Folded: newton off is fine (LAMMPS-KOKKOS on GPUs defaults to it with full lists), every
+  // force lands on an owned atom. Exchange: forces land on ghost nodes too and LAMMPS' reverse
+  // communication of forces (newton on) brings them to their owners.
+  init_engine(!folded);
+  m_folded = folded;
+  m_exchange = !folded;
+  if (m_folded && atom->map_style == Atom::MAP_NONE)
     error->all(FLERR, "pair_style edgeframe/kk requires an atom map to fold periodic images onto their owners: "
                       "add 'atom_modify map array' before the box is created");
   ghostneigh = 0;
   auto request = neighbor->add_request(this, NeighConst::REQ_FULL);
   request->set_kokkos_host(std::is_same_v<DeviceType, LMPHostType> && !std::is_same_v<DeviceType, LMPDeviceType>);
   request->set_kokkos_device(std::is_same_v<DeviceType, LMPDeviceType>);
+  if (m_exchange) init_ghost_mode();
 
   const int ntypes = atom->ntypes;
   d_type_species = View1<int>("edgeframe/kk::type_species", ntypes + 1);
@@ -113,37 +124,66 @@ void PairEdgeframeKokkos<DeviceType>::init_style()
   for (int t = 0; t <= ntypes; t++) h(t) = m_type_species[t];
   Kokkos::deep_copy(d_type_species, h);
   if (comm->me == 0)
-    utils::logmesg(lmp, "edgeframe/kk: device-resident path on {} (periodic images folded onto owners)\n",
-                   Exec::name());
+    utils::logmesg(lmp, "edgeframe/kk: device-resident path on {} ({})\n", Exec::name(),
+                   m_folded ? "periodic images folded onto owners"
+                            : fmt::format("per-layer exchange, {} rank(s): positions, forces and features stay on "
+                                          "the device",
+                                          comm->nprocs));
 }
 
 template <class DeviceType>
 void PairEdgeframeKokkos<DeviceType>::rebuild_device_graph()
 {
   const int nlocal = atom->nlocal;
+  // Folded: nodes are local atoms only. Exchange: also every ghost within the list of an owned
+  // node (its features arrive through the exchange before each layer that reads them).
+  const int n_atoms = m_folded ? nlocal : nlocal + atom->nghost;
   auto type = atomKK->k_type.view<DeviceType>();
   auto tag = atomKK->k_tag.view<DeviceType>();
   auto type_species = d_type_species;
+  auto *k_list = static_cast<NeighListKokkos<DeviceType> *>(list);
+  auto d_ilist = k_list->d_ilist;
+  auto d_numneigh = k_list->d_numneigh;
+  auto d_neighbors = k_list->d_neighbors;
+  const int inum = list->inum;
 
-  // Nodes: local atoms of mapped types, in local order.
-  if ((int) d_node_of_atom.extent(0) < nlocal) d_node_of_atom = View1<int>("edgeframe/kk::node_of_atom", nlocal);
+  // Nodes: mapped owned atoms in local order, then (exchange) the mapped ghosts next to one of
+  // them in LAMMPS order, numbered by a scan over the node marks.
+  if ((int) d_node_of_atom.extent(0) < n_atoms) d_node_of_atom = View1<int>("edgeframe/kk::node_of_atom", n_atoms);
   auto node_of_atom = d_node_of_atom;
-  int n_nodes = 0;
+  Kokkos::parallel_for(
+      "edgeframe/kk::mark_owned_nodes", Kokkos::RangePolicy<DeviceType>(0, n_atoms),
+      KOKKOS_LAMBDA(int i) { node_of_atom(i) = i < nlocal && type_species(type(i)) >= 0 ? 1 : 0; });
+  if (!m_folded)
+    Kokkos::parallel_for(
+        "edgeframe/kk::mark_ghost_nodes", Kokkos::RangePolicy<DeviceType>(0, inum), KOKKOS_LAMBDA(int ii) {
+          const int i = d_ilist(ii);
+          if (i >= nlocal || type_species(type(i)) < 0) return;
+          for (int jj = 0; jj < d_numneigh(i); jj++) {
+            const int j = d_neighbors(i, jj) & NEIGHMASK;
+            if (j >= nlocal && type_species(type(j)) >= 0) Kokkos::atomic_store(&node_of_atom(j), 1);
+          }
+        });
+  int n_nodes = 0, n_local_nodes = 0;
   Kokkos::parallel_scan(
-      "edgeframe/kk::number_nodes", Kokkos::RangePolicy<DeviceType>(0, nlocal),
+      "edgeframe/kk::number_nodes", Kokkos::RangePolicy<DeviceType>(0, n_atoms),
       KOKKOS_LAMBDA(int i, int &offset, bool final) {
-        const bool mapped = type_species(type(i)) >= 0;
-        if (final) node_of_atom(i) = mapped ? offset : -1;
-        offset += mapped;
+        const int mark = node_of_atom(i);
+        if (final) node_of_atom(i) = mark ? offset : -1;
+        offset += mark;
       },
       n_nodes);
+  Kokkos::parallel_reduce(
+      "edgeframe/kk::count_owned_nodes", Kokkos::RangePolicy<DeviceType>(0, nlocal),
+      KOKKOS_LAMBDA(int i, int &count) { count += type_species(type(i)) >= 0; }, n_local_nodes);
   m_n_nodes = n_nodes;
+  m_n_local_nodes = n_local_nodes;
   d_atom_of_node = View1<int>("edgeframe/kk::atom_of_node", n_nodes);
   d_species = View1<int>("edgeframe/kk::species", n_nodes);
   auto atom_of_node = d_atom_of_node;
   auto species = d_species;
   Kokkos::parallel_for(
-      "edgeframe/kk::node_tables", Kokkos::RangePolicy<DeviceType>(0, nlocal), KOKKOS_LAMBDA(int i) {
+      "edgeframe/kk::node_tables", Kokkos::RangePolicy<DeviceType>(0, n_atoms), KOKKOS_LAMBDA(int i) {
         const int k = node_of_atom(i);
         if (k >= 0) {
           atom_of_node(k) = i;
@@ -152,44 +192,49 @@ void PairEdgeframeKokkos<DeviceType>::rebuild_device_graph()
       });
   h_atom_of_node = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), d_atom_of_node);
   if ((int) d_positions.extent(0) < n_nodes) d_positions = Vec3("edgeframe/kk::positions", n_nodes);
+  if (m_exchange) {
+    // The exchange traces LAMMPS' swaps against the node map on the host (bind, per rebuild).
+    m_nodes.atom_of_node.assign(h_atom_of_node.data(), h_atom_of_node.data() + n_nodes);
+    m_nodes.n_local = n_local_nodes;
+  }
 
-  // Candidate pairs from the full list: count per listed atom, scan, fill.
-  auto *k_list = static_cast<NeighListKokkos<DeviceType> *>(list);
-  auto d_ilist = k_list->d_ilist;
-  auto d_numneigh = k_list->d_numneigh;
-  auto d_neighbors = k_list->d_neighbors;
-  const int inum = list->inum;
+  // Candidate pairs from the full list: count per listed atom, scan, fill. Folded: a ghost
+  // neighbour is an image of an owned atom, found through the device atom map.
   const int map_style = atom->map_style;
-  if (map_style == Atom::MAP_ARRAY)
-    atomKK->k_map_array.template sync<DeviceType>();
-  else
-    atomKK->k_map_hash.template sync<DeviceType>();
+  if (m_folded) {
+    if (map_style == Atom::MAP_ARRAY)
+      atomKK->k_map_array.template sync<DeviceType>();
+    else
+      atomKK->k_map_hash.template sync<DeviceType>();
+  }
   const OwnerOf<DeviceType> owner_of{tag, atomKK->k_map_array, atomKK->k_map_hash, map_style, nlocal};
+  const bool folded = m_folded;
 
   View1<int> first("edgeframe/kk::pair_first", inum + 1);
   int n_pairs = 0, n_orphans = 0;
-  Kokkos::parallel_reduce(
-      "edgeframe/kk::count_orphans", Kokkos::RangePolicy<DeviceType>(0, inum),
-      KOKKOS_LAMBDA(int ii, int &orphans) {
-        const int i = d_ilist(ii);
-        if (node_of_atom(i) < 0) return;
-        for (int jj = 0; jj < d_numneigh(i); jj++) {
-          const int j = d_neighbors(i, jj) & NEIGHMASK;
-          if (type_species(type(j)) >= 0 && owner_of(j) < 0) orphans++;
-        }
-      },
-      n_orphans);
+  if (folded)
+    Kokkos::parallel_reduce(
+        "edgeframe/kk::count_orphans", Kokkos::RangePolicy<DeviceType>(0, inum),
+        KOKKOS_LAMBDA(int ii, int &orphans) {
+          const int i = d_ilist(ii);
+          if (node_of_atom(i) < 0) return;
+          for (int jj = 0; jj < d_numneigh(i); jj++) {
+            const int j = d_neighbors(i, jj) & NEIGHMASK;
+            if (type_species(type(j)) >= 0 && owner_of(j) < 0) orphans++;
+          }
+        },
+        n_orphans);
   if (n_orphans > 0)
     error->one(FLERR,
                "edgeframe/kk: {} neighbours are images of atoms this rank does not own; "
-               "the device path needs one MPI rank",
+               "folding periodic images needs one MPI rank",
                n_orphans);
   Kokkos::parallel_scan(
       "edgeframe/kk::count_pairs", Kokkos::RangePolicy<DeviceType>(0, inum),
       KOKKOS_LAMBDA(int ii, int &offset, bool final) {
         const int i = d_ilist(ii);
         int count = 0;
-        if (node_of_atom(i) >= 0)
+        if (i < nlocal && node_of_atom(i) >= 0)
           for (int jj = 0; jj < d_numneigh(i); jj++) count += type_species(type(d_neighbors(i, jj) & NEIGHMASK)) >= 0;
         if (final) first(ii) = offset;
         offset += count;
@@ -199,28 +244,32 @@ void PairEdgeframeKokkos<DeviceType>::rebuild_device_graph()
   d_pair_i = View1<int>("edgeframe/kk::pair_i", n_pairs);
   d_pair_j = View1<int>("edgeframe/kk::pair_j", n_pairs);
   d_pair_image = View1<int>("edgeframe/kk::pair_image", n_pairs);
-  d_pair_owner = View1<int>("edgeframe/kk::pair_owner", n_pairs);
-  d_shift = Vec3("edgeframe/kk::pair_shift", n_pairs);
+  d_pair_owner = View1<int>("edgeframe/kk::pair_owner", folded ? n_pairs : 0);
+  d_shift = Vec3("edgeframe/kk::pair_shift", folded ? n_pairs : 0);
   auto pair_i = d_pair_i, pair_j = d_pair_j, pair_image = d_pair_image, pair_owner = d_pair_owner;
   Kokkos::parallel_for(
       "edgeframe/kk::fill_pairs", Kokkos::RangePolicy<DeviceType>(0, inum), KOKKOS_LAMBDA(int ii) {
         const int i = d_ilist(ii);
+        if (i >= nlocal) return;
         const int ni = node_of_atom(i);
         if (ni < 0) return;
         int p = first(ii);
         for (int jj = 0; jj < d_numneigh(i); jj++) {
           const int j = d_neighbors(i, jj) & NEIGHMASK;
           if (type_species(type(j)) < 0) continue;
-          const int owner = owner_of(j);
+          // Folded: the sender is the owner's node at the image's position. Exchange: the
+          // neighbour itself is a node (owned, or a ghost marked above).
+          const int sender = folded ? owner_of(j) : j;
           pair_i(p) = ni;
-          pair_j(p) = node_of_atom(owner);
+          pair_j(p) = node_of_atom(sender);
           pair_image(p) = j;
-          pair_owner(p) = owner;
+          if (folded) pair_owner(p) = sender;
           p++;
         }
       });
   if (m_need_node_map && comm->me == 0)
-    utils::logmesg(lmp, "edgeframe/kk: graph on {}: {} nodes, {} candidate pairs\n", Exec::name(), n_nodes, n_pairs);
+    utils::logmesg(lmp, "edgeframe/kk: graph on {}: {} nodes ({} owned), {} candidate pairs (rank 0)\n", Exec::name(),
+                   n_nodes, n_local_nodes, n_pairs);
   m_need_node_map = false;
 }
 
@@ -238,6 +287,7 @@ void PairEdgeframeKokkos<DeviceType>::gather_positions_and_shifts()
         const int i = atom_of_node(k);
         for (int d = 0; d < 3; d++) positions(k, d) = x(i, d) * to_a;
       });
+  if (!m_folded) return;    // the exchange: ghosts are nodes at their own positions
   auto shift = d_shift;
   auto pair_image = d_pair_image, pair_owner = d_pair_owner;
   Kokkos::parallel_for(
@@ -328,7 +378,19 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
     }
     const bool rebuilt = m_need_node_map || neighbor->ago == 0;
     if (rebuilt) rebuild_device_graph();
-    if (m_n_nodes == 0) {
+    m_sum_ghosts += atom->nghost;    // the end-of-run graph line, as in the plain style
+    // bind() traces LAMMPS' swaps (collectives), valid until the next rebuild.
+    if (m_exchange && rebuilt) {
+      call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe/kk (exchange setup)", [&] {
+        m_feature_exchange->bind(&m_nodes, atom->nlocal, atom->nlocal + atom->nghost, m_exchange_width,
+                                 m_exchange_type);
+      });
+      if (m_calls == 1 && comm->me == 0) print_transport();
+    }
+    if (m_n_local_nodes == 0) {
+      // A rank that owns no mapped atom still takes part in every exchange (its ghosts may be
+      // relays) and in model v2's sums over ranks.
+      if (m_exchange || (is_v2() && comm->nprocs > 1)) idle_rank_collectives();
       note_first_call();
       return;
     }
@@ -336,25 +398,26 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
     edgeframe::kk::PairList<Exec> pairs;
     pairs.i = d_pair_i;
     pairs.j = d_pair_j;
-    pairs.shift = d_shift;
+    pairs.shift = d_shift;    // extent 0 with the exchange: ghosts are nodes at their own positions
     pairs.half = false;
     const Positions positions = Kokkos::subview(d_positions, std::make_pair(0, m_n_nodes), Kokkos::ALL);
-    make_step_graph(pairs, positions, d_species, m_n_nodes, rebuilt, "edgeframe/kk");
+    make_step_graph(pairs, positions, d_species, m_n_local_nodes, rebuilt, "edgeframe/kk");
     check_min_distance_device();
-    m_sum_ghosts += atom->nghost;    // the end-of-run graph line, as in the plain style
     double t1 = platform::walltime();
     m_time_graph += t1 - t0;
 
     // Forces stay on the device (scatter_forces_device): no fence here.
-    const edgeframe::Result result = evaluate_step(positions, nullptr, false, "edgeframe/kk", [&] {
-      atomKK->sync(Host, TAG_MASK);
-      return h_atom_of_node.data();
-    });
+    const edgeframe::Result result =
+        evaluate_step(positions, m_exchange ? m_feature_exchange.get() : nullptr, false, "edgeframe/kk", [&] {
+          atomKK->sync(Host, TAG_MASK);
+          return h_atom_of_node.data();
+        });
     double t2 = platform::walltime();
     m_time_engine += t2 - t1;
 
+    // Forces on ghost nodes (exchange) go to their owners in LAMMPS' reverse communication.
     scatter_forces_device(result);
-    add_energy_and_virials(result, h_atom_of_node.data(), m_n_nodes, m_n_nodes);
+    add_energy_and_virials(result, h_atom_of_node.data(), m_n_nodes, m_n_local_nodes);
     m_time_copy += platform::walltime() - t2;
     if (deviation_due()) {
       atomKK->sync(Host, TYPE_MASK | TAG_MASK);    // the statistics read types and IDs on the host

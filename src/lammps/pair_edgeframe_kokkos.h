@@ -1,17 +1,23 @@
 /* -*- c++ -*- ----------------------------------------------------------
    edgeframe/kk: the Kokkos variant of pair_style edgeframe.
 
-   Device-resident path (one MPI rank, periodic images folded onto their
-   owners): positions, LAMMPS' Kokkos neighbour list and forces stay in the
-   DeviceType memory space, which must be the engine's (Kokkos' default
-   execution space: the GPU on CUDA builds, the host threads otherwise).
-   Per step only scalars cross to the host (energy, virial, the two checks).
-   Several ranks (or fold_images no) run the host-data path of the plain
-   style: graph and node map on the host, the engine on the GPU, and the
-   per-layer exchange through LAMMPS-KOKKOS' device communication where
-   LAMMPS keeps pair communication on the device (one rank, GPU-aware MPI,
-   CPU builds), else through LAMMPS' host buffers with the node rows
-   reordered on the GPU (src/lammps/edgeframe_exchange.h). It needs newton on.
+   Device-resident path: positions, LAMMPS' Kokkos neighbour list and forces
+   stay in the DeviceType memory space, which must be the engine's (Kokkos'
+   default execution space: the GPU on CUDA builds, the host threads
+   otherwise). Per step only scalars cross to the host (energy, virial, the
+   two checks). Two graphs:
+   - one rank: periodic images folded onto their owners (nodes are the owned
+     atoms; newton off is fine);
+   - several ranks (or fold_images no): the per-layer exchange. Nodes are the
+     owned atoms and the ghosts in their lists; ghost features arrive before
+     each layer through LAMMPS-KOKKOS' device communication where LAMMPS keeps
+     pair communication on the device (one rank, GPU-aware MPI, CPU builds),
+     else through LAMMPS' host buffers with the node rows reordered on the
+     device (src/lammps/edgeframe_exchange.h); forces on ghosts go to their
+     owners in LAMMPS' reverse communication (newton on).
+   The host-data path of the plain style (graph and node map on the host,
+   atom data staged through it) remains for the ghost shell, comm_style
+   tiled and a model deviation with the exchange.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_PAIR_EDGEFRAME_KOKKOS_H
@@ -60,23 +66,24 @@ class PairEdgeframeKokkos : public PairEdgeframe, public KokkosBase {
 
  private:
   bool m_device_path = false;    // this run keeps atom data on DeviceType (see the file comment)
-  int m_n_nodes = 0, m_n_pairs = 0;
+  int m_n_nodes = 0, m_n_local_nodes = 0, m_n_pairs = 0;    // nodes, the owned ones first, pairs
 
   template <class T>
   using View1 = edgeframe::kk::View1<T, Exec>;
   using Vec3 = edgeframe::kk::Vec3View<double, Exec>;
 
-  // Rebuilt with the neighbour list: which local atoms are nodes and the candidate pairs
-  // (receiver node, sender node, the LAMMPS atom whose position is the sender's image).
+  // Rebuilt with the neighbour list: which atoms are nodes and the candidate pairs (receiver
+  // node, sender node, the LAMMPS atom whose position is the sender's: its image when folded).
   View1<int> d_type_species;    // [ntypes+1] potential species per LAMMPS type, -1 for NULL
-  View1<int> d_node_of_atom;    // [nlocal] node index, -1 for NULL types
-  View1<int> d_atom_of_node;    // [nodes] LAMMPS local index
+  View1<int> d_node_of_atom;    // [nlocal (folded) or nlocal + nghost] node index, -1 if none
+  View1<int> d_atom_of_node;    // [nodes] LAMMPS index (owned, or a ghost with the exchange)
   View1<int> d_species;    // [nodes]
   View1<int> d_pair_i, d_pair_j;    // [pairs] node indices
-  View1<int> d_pair_image, d_pair_owner;    // [pairs] LAMMPS index of the image and of its owner
+  View1<int> d_pair_image;    // [pairs] LAMMPS index of the sender's position
+  View1<int> d_pair_owner;    // [pairs] folded: LAMMPS index of the image's owner (else extent 0)
   // Every step.
   Vec3 d_positions;    // [nodes] Angstrom
-  Vec3 d_shift;    // [pairs] image offsets x[image] - x[owner], Angstrom
+  Vec3 d_shift;    // folded: [pairs] image offsets x[image] - x[owner], Angstrom (else extent 0)
   typename View1<int>::host_mirror_type h_atom_of_node;
 };
 

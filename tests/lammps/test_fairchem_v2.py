@@ -132,6 +132,22 @@ def test_kokkos_style_on_two_ranks_equals_fairchem(lammps, tmp_path, cases):
     check(rec, q, thermo, dump, per_atom=False)
 
 
+@pytest.mark.parametrize("name,nprocs,grid", [("diamond", 4, "2 2 1"), ("molecule", 4, "4 1 1")])
+def test_kokkos_device_path_on_several_ranks_equals_one_rank(lammps, tmp_path, cases, name, nprocs, grid):
+    # Issue 28 item 2: UMA (64 experts merged from the composition of all ranks, charge balancing
+    # as one sum over ranks per layer, forward and backward) through edgeframe/kk's device path
+    # with the per-layer exchange, against one rank (images folded) to fp64 rounding, and
+    # against fairchem. molecule 4 1 1: two ranks own no atom and add zeros to the sums.
+    _, _, thermo_1, dump_1, _ = run(lammps, tmp_path, cases, name, args=KOKKOS_ARGS)
+    rec, q, thermo_n, dump_n, out_n = run(lammps, tmp_path, cases, name, nprocs=nprocs, pre=f"processors {grid}",
+                                          args=KOKKOS_ARGS + ("-pk", "kokkos", "newton", "on", "neigh", "half"))
+    assert f"per-layer exchange, {nprocs} rank(s)" in out_n, out_n[-2000:]
+    for a, b in ((thermo_n[1:], thermo_1[1:]), (dump_n[:, 1:], dump_1[:, 1:])):
+        a, b = np.asarray(a, float), np.asarray(b, float)
+        assert np.abs(a - b).max() <= 1e-12 * max(np.abs(b).max(), 1.0), np.abs(a - b).max()
+    check(rec, q, thermo_n, dump_n, per_atom=False)
+
+
 # The engine at degrees 3 and 4, with one head for all datasets and no charge balancing: eSEN's
 # structure at lmax 3 (as eSEN-30M) and UMA-M 1.1's at lmax 4 (make_lammps_cases.py OTHER_MODELS),
 # through both styles and on two ranks.

@@ -109,7 +109,7 @@ def test_exchange_fp32_matches_reference(lammps, tmp_path, small_model, odd_widt
     check_fp32_against_reference(model, atoms, q, thermo, dump)
 
 
-def md_40_steps(lammps, tmp_path, model_path, atoms, grid, style_args, every=1):
+def md_40_steps(lammps, tmp_path, model_path, atoms, grid, style_args, every=1, args=()):
     """40 steps of NVE at 1500 K on 4 ranks with neighbour-list rebuilds every `every` steps
     (atoms move between subdomains, ghosts and swap lists change): the log and its thermo table."""
     script = setup(tmp_path, atoms, model_path, pre=f"processors {grid}").replace(
@@ -124,7 +124,7 @@ thermo_style custom step temp pe etotal press
 thermo_modify format float %.15g
 run 40
 """
-    run = lammps(script, nprocs=4)
+    run = lammps(script, nprocs=4, args=args)
     assert run.returncode == 0, run.output[-2000:]
     return run.output, np.array(thermo_table(run.output))
 
@@ -648,3 +648,38 @@ def test_kokkos_exchange_through_host_buffers(lammps, tmp_path, small_model, npr
                                        style_args=" ghost_mode exchange fold_images no")
     assert "ghost mode exchange" in output and "LAMMPS-KOKKOS device communication" not in output, output[-2000:]
     check_against_reference(expected(model, atoms, q), thermo, dump)
+
+
+@pytest.mark.parametrize("name,nprocs,grid", [("diamond64", 4, "2 2 1"), ("diamond64", 8, "8 1 1"),
+                                              ("cluster", 4, "4 1 1"), ("triclinic_ccu16", 3, "3 1 1")])
+def test_kokkos_device_path_on_several_ranks_equals_one_rank(lammps, tmp_path, small_model, name, nprocs, grid):
+    # edgeframe/kk on several ranks keeps positions, forces and the per-layer features in the
+    # Kokkos device memory space (issue 28 item 1): nodes are the owned atoms and the ghosts in
+    # their lists, numbered on the device; ghost forces return through LAMMPS' reverse
+    # communication. Against one rank (images folded) to fp64 rounding: energy, virial, forces,
+    # per-atom energies and virials. diamond 8 1 1: subdomains thinner than a cutoff (relays);
+    # cluster 4 1 1: two ranks own no atom and take part in every exchange as relays.
+    _, path = small_model
+    atoms, boundary = structure(name)
+    args = (*KOKKOS_ARGS, *PK_HOST_DATA)
+    _, thermo_1, dump_1, out_1 = run_case(lammps, tmp_path, path, atoms, boundary, args=args)
+    assert "periodic images folded onto owners" in out_1, out_1[-2000:]
+    _, thermo_n, dump_n, out_n = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs, args=args,
+                                          pre=f"processors {grid}")
+    assert "device-resident path on" in out_n and f"per-layer exchange, {nprocs} rank(s)" in out_n, out_n[-2000:]
+    assert "staged through the host" not in out_n
+    assert close(thermo_n[1:], thermo_1[1:], rel=1e-12, floor=1e-12)
+    assert close(dump_n[:, 1:], dump_1[:, 1:], rel=1e-12, floor=1e-12)
+
+
+def test_kokkos_device_path_md_with_migration_equals_the_plain_style(lammps, tmp_path, small_model):
+    # 40 steps of MD on 4 ranks with a rebuild at every step (atoms migrate, ghosts and swap lists
+    # change): edgeframe/kk's device path and the plain style's host path, the same trajectory.
+    _, path = small_model
+    atoms, _ = structure("diamond64")
+    out_h, rows_h = md_40_steps(lammps, tmp_path, path, atoms, "4 1 1", " ghost_mode exchange")
+    out_k, rows_k = md_40_steps(lammps, tmp_path, path, atoms, "4 1 1", " ghost_mode exchange",
+                                args=(*KOKKOS_ARGS, *PK_HOST_DATA))
+    assert "per-layer exchange, 4 rank(s)" in out_k and "pair edgeframe/kk" not in out_h, out_k[-2000:]
+    assert rows_k.shape == rows_h.shape == (5, 5)
+    assert close(rows_k, rows_h, rel=1e-9)

@@ -138,16 +138,18 @@ def test_mpi_ranks_match_reference(lammps, tmp_path, small_model, name, nprocs, 
     ("bcc_cu54", 1, "newton off neigh full"),        # LAMMPS-KOKKOS' defaults on a GPU
     ("triclinic_ccu16", 2, "newton on neigh half")])
 def test_kokkos_style_matches_reference(lammps, tmp_path, small_model, name, nprocs, package):
-    # One rank: the device-resident path (positions, Kokkos neighbour list and forces stay in
-    # the Kokkos device memory space; images folded through the device atom map), which puts
-    # every force on an owned atom and so also runs with newton off. Two ranks: the
-    # host-staged path of the plain style, which moves forces onto ghosts (newton on).
+    # The device-resident path (positions, Kokkos neighbour list and forces stay in the Kokkos
+    # device memory space). One rank: images folded through the device atom map, every force
+    # on an owned atom, so it also runs with newton off. Two ranks: the per-layer exchange,
+    # forces on ghost nodes returned by LAMMPS' reverse communication (newton on).
     model, path = small_model
     atoms, boundary = structure(name)
     args = KOKKOS_ARGS + (("-pk", "kokkos", *package.split()) if package else ())
     q, thermo, dump, output = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs, args=args)
     assert "pair edgeframe/kk" in output
-    assert ("edgeframe/kk: device-resident path" in output) == (nprocs == 1), output[-2000:]
+    assert "edgeframe/kk: device-resident path" in output, output[-2000:]
+    assert ("periodic images folded onto owners" in output) == (nprocs == 1), output[-2000:]
+    assert ("per-layer exchange, 2 rank(s)" in output) == (nprocs == 2), output[-2000:]
     check_against_reference(expected(model, atoms, q), thermo, dump)
 
 
