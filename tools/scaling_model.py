@@ -80,9 +80,10 @@ def ghost_volumes(a, r, grid):
     return total, total - own
 
 
-# A ghost node's share of an owned node's work (node passes, no edges): the strong 32 768-atom
-# two-GPU split (56.7 ms of compute per rank against 50.2 for half the one-GPU step, with 0.63
-# ghost nodes per owned node) gives about 0.2.
+# A ghost node's share of an owned node's work (node passes, no edges), fitted: the strong
+# 32 768-atom two-GPU split (56.7 ms of compute per rank against 50.2 for half the one-GPU step,
+# with 0.63 ghost nodes per owned node) gives about 0.2. The fit also absorbs the per-rank costs
+# that do not shrink with the atoms per rank (launches, the graph build).
 GHOST_COST = 0.2
 
 
