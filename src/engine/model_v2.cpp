@@ -450,6 +450,9 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
   std::vector<std::pair<int, int>> chunk_edges;
   if (recompute) m_chunks.step_contexts(exec, step, plan.edge_chunk, chunk_steps, chunk_edges);
   std::deque<LayerFn> edge_parts;
+  // Rows n_live.. (exchange mode: ghosts) are overwritten by the next layer's exchange and carry
+  // no energy: their feed-forward is dead work, so they leave each layer with its messages only.
+  const int n_live = step.exchange ? graph.n_local : N;
   for (int t = 0; t < cfg.layers; ++t) {
     const Layer& lw = m_layers[t];
     // Exchange mode: ghost rows come from their owners before every layer (layer 0 too: the
@@ -471,10 +474,15 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
       }
     }
     h = h + messages;
-    h = h + feed_forward(lw, rms_norm_sh(h, lw.norm2_w, lw.norm2_b));
+    if (n_live < N) {
+      const Tensor live = h.narrow(0, 0, n_live);
+      h = torch::cat({live + feed_forward(lw, rms_norm_sh(live, lw.norm2_w, lw.norm2_b)), h.narrow(0, n_live, N - n_live)},
+                     0);
+    } else {
+      h = h + feed_forward(lw, rms_norm_sh(h, lw.norm2_w, lw.norm2_b));
+    }
     h = balance(h, graph.n_local, what.reduce);
   }
-  const int n_live = step.exchange ? graph.n_local : N;
   Tensor f = rms_norm_sh(h.narrow(0, 0, n_live), m_final_w, m_final_b).select(1, 0);
   f = F::silu(gemm_linear(f, m_head_w0, m_head_b0));
   f = F::silu(gemm_linear(f, m_head_w1, m_head_b1));
