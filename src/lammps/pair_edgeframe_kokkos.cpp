@@ -71,21 +71,28 @@ void PairEdgeframeKokkos<DeviceType>::init_style()
   // deviation with the exchange (its ghost forces travel in the host reverse communication)
   // stay on the host-data path.
   const bool folded = m_fold_images && comm->nprocs == 1;
-  const bool exchange = !folded && m_ghost_exchange && comm->style == Comm::BRICK && m_deviation_models.empty();
+  // The per-layer exchange goes through LAMMPS-KOKKOS' device communication where LAMMPS keeps
+  // pair communication on the device (GPU-aware MPI, or one rank; it moves it to the host
+  // otherwise, e.g. several ranks without GPU-aware MPI), else through LAMMPS' host buffers
+  // (the node rows reordered on the device). The keyword device_comm no forces the host buffers.
+  // comm_style tiled: CommTiledKokkos sends pair communication to the host functions always.
+  const bool forward_legacy = lmp->kokkos->forward_pair_comm_legacy, reverse_legacy = lmp->kokkos->reverse_pair_comm_legacy;
+  m_exchange_device_comm = kSharesEngineMemory && m_ghost_exchange && !folded && comm->style == Comm::BRICK &&
+                           !forward_legacy && !reverse_legacy && m_device_comm_allowed;
+  // CommKokkos sends a device style's forward communication to the *_kokkos functions unless
+  // LAMMPS keeps it on the host (forward_comm(Pair *)), so on GPU builds the device path can
+  // take the host buffers (device_comm no, `comm/pair/forward device` with `comm/pair/reverse
+  // host`) only where LAMMPS moved forward pair communication to the host itself.
+  const bool device_style_forward_on_device =
+      ExecutionSpaceFromDevice<DeviceType>::space == Device && !forward_legacy;
+  const bool exchange = !folded && m_ghost_exchange && comm->style == Comm::BRICK && m_deviation_models.empty() &&
+                        (m_exchange_device_comm || !device_style_forward_on_device);
   m_device_path = kSharesEngineMemory && (folded || exchange);
   // LAMMPS-KOKKOS routes a pair style's forward/reverse communication (the per-layer feature
   // exchange) by execution_space: Host means CommBrick's host buffers and our pack functions;
   // the device means CommKokkos' device buffers and the *_kokkos pack functions below.
   execution_space = m_device_path ? ExecutionSpaceFromDevice<DeviceType>::space : Host;
   reverse_comm_device = 0;
-  // The per-layer exchange goes through LAMMPS-KOKKOS' device communication where LAMMPS keeps
-  // pair communication on the device (GPU-aware MPI, or one rank; it moves it to the host
-  // otherwise, e.g. several ranks without GPU-aware MPI), else through LAMMPS' host buffers
-  // (the node rows reordered on the device). The keyword device_comm no forces the host buffers.
-  // comm_style tiled: CommTiledKokkos sends pair communication to the host functions always.
-  m_exchange_device_comm = kSharesEngineMemory && m_ghost_exchange && !folded && comm->style == Comm::BRICK &&
-                           !lmp->kokkos->forward_pair_comm_legacy && !lmp->kokkos->reverse_pair_comm_legacy &&
-                           m_device_comm_allowed;
   if (m_exchange_device_comm) {
     // Device, not ExecutionSpaceFromDevice (HostKK on CPU builds, which CommKokkos sends to
     // the host functions): CPU builds then run the same device communication, in host memory.
@@ -97,10 +104,11 @@ void PairEdgeframeKokkos<DeviceType>::init_style()
     PairEdgeframe::init_style();
     if (comm->me == 0)
       utils::logmesg(lmp, "edgeframe/kk: {}; atom data is staged through the host\n",
-                     !kSharesEngineMemory ? "host instantiation of a device build"
-                     : !m_ghost_exchange  ? "ghost_mode shell"
-                     : comm->style != Comm::BRICK ? "comm_style tiled"
-                                                  : "a model deviation with the per-layer exchange");
+                     !kSharesEngineMemory          ? "host instantiation of a device build"
+                     : !m_ghost_exchange           ? "ghost_mode shell"
+                     : comm->style != Comm::BRICK  ? "comm_style tiled"
+                     : !m_deviation_models.empty() ? "a model deviation with the per-layer exchange"
+                                                   : "the exchange through LAMMPS' host buffers on a GPU build");
     return;
   }
   // Folded: newton off is fine (LAMMPS-KOKKOS on GPUs defaults to it with full lists), every
@@ -116,7 +124,7 @@ void PairEdgeframeKokkos<DeviceType>::init_style()
   auto request = neighbor->add_request(this, NeighConst::REQ_FULL);
   request->set_kokkos_host(std::is_same_v<DeviceType, LMPHostType> && !std::is_same_v<DeviceType, LMPDeviceType>);
   request->set_kokkos_device(std::is_same_v<DeviceType, LMPDeviceType>);
-  if (m_exchange) init_ghost_mode();
+  init_ghost_mode();    // folded: no exchange, and a ghost cutoff an earlier shell-mode run raised goes back
 
   const int ntypes = atom->ntypes;
   d_type_species = View1<int>("edgeframe/kk::type_species", ntypes + 1);

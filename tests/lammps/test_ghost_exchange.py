@@ -617,7 +617,7 @@ def test_staged_exchange_matches_the_reference(lammps, tmp_path, small_model, na
     ("diamond64", 1, "1 1 1", "fp32")])
 def test_kokkos_device_communication_matches_the_reference(lammps, tmp_path, small_model, odd_width_model, name,
                                                            nprocs, grid, precision):
-    # edgeframe/kk's host-data path hands the exchange to LAMMPS-KOKKOS' device communication
+    # edgeframe/kk's device path hands the exchange to LAMMPS-KOKKOS' device communication
     # (pack_forward_comm_kokkos & co.) wherever LAMMPS keeps pair communication on the device:
     # always on CPU builds (host memory, the same code), on GPU builds with one rank or with
     # GPU-aware MPI. Without GPU-aware MPI a GPU build moves several ranks' pair communication to
@@ -647,25 +647,36 @@ def test_kokkos_exchange_through_host_buffers(lammps, tmp_path, small_model, npr
                                        args=(*KOKKOS_ARGS, *PK_HOST_DATA), pre="processors * * *",
                                        style_args=" ghost_mode exchange fold_images no")
     assert "ghost mode exchange" in output and "LAMMPS-KOKKOS device communication" not in output, output[-2000:]
+    # CPU builds: the device path, whose host-memory "device" style LAMMPS sends to the host pack
+    # functions. GPU builds: LAMMPS would send a device style's forward communication to the
+    # device, so the host buffers mean the host-staged path.
+    assert ("device-resident path" in output) == (not ON_GPU), output[-2000:]
     check_against_reference(expected(model, atoms, q), thermo, dump)
 
 
-@pytest.mark.parametrize("name,nprocs,grid", [("diamond64", 4, "2 2 1"), ("diamond64", 8, "8 1 1"),
-                                              ("cluster", 4, "4 1 1"), ("triclinic_ccu16", 3, "3 1 1")])
-def test_kokkos_device_path_on_several_ranks_equals_one_rank(lammps, tmp_path, small_model, name, nprocs, grid):
+@pytest.mark.parametrize("name,nprocs,grid,device_comm", [
+    ("diamond64", 4, "2 2 1", "yes"), ("diamond64", 4, "2 2 1", "no"), ("diamond64", 8, "8 1 1", "yes"),
+    ("cluster", 4, "4 1 1", "yes"), ("triclinic_ccu16", 3, "3 1 1", "yes")])
+def test_kokkos_device_path_on_several_ranks_equals_one_rank(lammps, tmp_path, small_model, name, nprocs, grid,
+                                                              device_comm):
     # edgeframe/kk on several ranks keeps positions, forces and the per-layer features in the
     # Kokkos device memory space (issue 28 item 1): nodes are the owned atoms and the ghosts in
     # their lists, numbered on the device; ghost forces return through LAMMPS' reverse
     # communication. Against one rank (images folded) to fp64 rounding: energy, virial, forces,
     # per-atom energies and virials. diamond 8 1 1: subdomains thinner than a cutoff (relays);
     # cluster 4 1 1: two ranks own no atom and take part in every exchange as relays.
+    # device_comm no: the exchange through LAMMPS' host buffers (on GPU builds that is the
+    # host-staged path, test_kokkos_exchange_through_host_buffers).
+    if device_comm == "no" and ON_GPU:
+        pytest.skip("GPU builds take the host-staged path with device_comm no")
     _, path = small_model
     atoms, boundary = structure(name)
     args = (*KOKKOS_ARGS, *PK_HOST_DATA)
     _, thermo_1, dump_1, out_1 = run_case(lammps, tmp_path, path, atoms, boundary, args=args)
     assert "periodic images folded onto owners" in out_1, out_1[-2000:]
     _, thermo_n, dump_n, out_n = run_case(lammps, tmp_path, path, atoms, boundary, nprocs=nprocs, args=args,
-                                          pre=f"processors {grid}")
+                                          pre=f"processors {grid}", style_args=f" device_comm {device_comm}")
+    assert ("LAMMPS-KOKKOS device communication" in out_n) == (device_comm == "yes" and not ON_GPU), out_n[-2000:]
     assert "device-resident path on" in out_n and f"per-layer exchange, {nprocs} rank(s)" in out_n, out_n[-2000:]
     assert "staged through the host" not in out_n
     assert close(thermo_n[1:], thermo_1[1:], rel=1e-12, floor=1e-12)

@@ -6,7 +6,7 @@ fix halt; the bad-input errors."""
 import numpy as np
 import pytest
 
-from reference_case import KOKKOS_ARGS, calc, potential_io, random_init, structures, write_data
+from reference_case import KOKKOS_ARGS, ON_GPU, calc, potential_io, random_init, structures, write_data
 
 # fp64 engine vs fp64 reference (test_vs_reference.py): ~1e-13 relative measured on the forces;
 # the deviations are differences of such numbers, written with 13 significant digits.
@@ -115,13 +115,18 @@ def pe_of_run(output):
     (2, "", ()),                                   # two ranks, per-layer exchange
     (2, "ghost_mode shell", ()),                   # two ranks, ghost shell
     (1, "", KOKKOS_ARGS),                          # edgeframe/kk, device-resident path
-    (2, "", KOKKOS_ARGS + ("-pk", "kokkos", "newton", "on", "neigh", "half")),  # edgeframe/kk, host-staged path
+    # edgeframe/kk with a deviation and the exchange: the host-staged path, its exchange through
+    # LAMMPS-KOKKOS' device communication (CPU builds; GPU builds with GPU-aware MPI)
+    (2, "", KOKKOS_ARGS + ("-pk", "kokkos", "newton", "on", "neigh", "half")),
 ], ids=["1rank", "1rank-unfolded", "2ranks-exchange", "2ranks-shell", "kk-1rank", "kk-2ranks"])
 def test_deviation_equals_reference(lammps, tmp_path, ensemble, nprocs, keywords, args):
     models, paths = ensemble
     atoms, q, run = run_ensemble(lammps, tmp_path, paths, nprocs=nprocs, keywords="atomic " + keywords, args=args)
     assert run.returncode == 0, run.output[-3000:]
     assert "model deviation of 2 potentials" in run.output
+    if args and nprocs > 1:
+        assert "a model deviation with the per-layer exchange; atom data is staged through the host" in run.output
+        assert ON_GPU or "LAMMPS-KOKKOS device communication" in run.output, run.output[-3000:]
     rows = read_deviation(tmp_path / "devi.out")
     assert rows.shape == (1, 1 + len(COLUMNS) + len(atoms)), rows.shape
     want, want_atoms, energy = expected_deviation(models, atoms, q)
