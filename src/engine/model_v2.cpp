@@ -476,8 +476,8 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
     h = h + messages;
     if (n_live < N) {
       const Tensor live = h.narrow(0, 0, n_live);
-      h = torch::cat({live + feed_forward(lw, rms_norm_sh(live, lw.norm2_w, lw.norm2_b)), h.narrow(0, n_live, N - n_live)},
-                     0);
+      h = torch::cat(
+          {live + feed_forward(lw, rms_norm_sh(live, lw.norm2_w, lw.norm2_b)), h.narrow(0, n_live, N - n_live)}, 0);
     } else {
       h = h + feed_forward(lw, rms_norm_sh(h, lw.norm2_w, lw.norm2_b));
     }

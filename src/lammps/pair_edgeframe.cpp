@@ -175,20 +175,21 @@ void PairEdgeframe::init_ghost_mode()
     utils::logmesg(lmp, "edgeframe: exchange host copies on {} OpenMP threads (exchange_threads)\n",
                    m_feature_exchange->host_threads());
   if (m_exchange && comm->me == 0)
-    utils::logmesg(lmp,
-                   "edgeframe: ghost mode exchange: ghost cutoff r_cut + skin = {:.4g} (units {}); {} features per atom "
-                   "({} doubles in LAMMPS' buffers) forward-communicated before layers {}..{} and "
-                   "reverse-communicated in the backward pass{}\n",
-                   lammps_r_cut() + neighbor->skin, update->unit_style, m_exchange_width, comm_forward, cfg.layers - exchanged_layers() + 1,
-                   cfg.layers,
-                   m_feature_exchange->device_comm()
-                       ? " (LAMMPS-KOKKOS device communication: packed on the device, device buffers to MPI)"
-                       : (m_feature_exchange->staged()
-                              ? (m_feature_exchange->direct_swaps_for(m_exchange_width, m_exchange_type)
-                                     ? " (node rows reordered on the device, staged through pinned host memory; "
-                                       "MPI swaps made directly)"
-                                     : " (node rows reordered on the device, staged through pinned host memory)")
-                              : ""));
+    utils::logmesg(
+        lmp,
+        "edgeframe: ghost mode exchange: ghost cutoff r_cut + skin = {:.4g} (units {}); {} features per atom "
+        "({} doubles in LAMMPS' buffers) forward-communicated before layers {}..{} and "
+        "reverse-communicated in the backward pass{}\n",
+        lammps_r_cut() + neighbor->skin, update->unit_style, m_exchange_width, comm_forward,
+        cfg.layers - exchanged_layers() + 1, cfg.layers,
+        m_feature_exchange->device_comm()
+            ? " (LAMMPS-KOKKOS device communication: packed on the device, device buffers to MPI)"
+            : (m_feature_exchange->staged()
+                   ? (m_feature_exchange->direct_swaps_for(m_exchange_width, m_exchange_type)
+                          ? " (node rows reordered on the device, staged through pinned host memory; "
+                            "MPI swaps made directly)"
+                          : " (node rows reordered on the device, staged through pinned host memory)")
+                   : ""));
 }
 
 double PairEdgeframe::init_one(int i, int j)
@@ -362,8 +363,8 @@ void PairEdgeframe::compute(int eflag, int vflag)
   add_energy_and_virials(result, m_nodes.atom_of_node.data(), n, m_nodes.n_local);
   m_time_copy += platform::walltime() - t2;
   if (deviation_due())
-    evaluate_deviation(positions, m_exchange ? m_feature_exchange.get() : nullptr, result,
-                       m_nodes.atom_of_node.data(), n, "edgeframe");
+    evaluate_deviation(positions, m_exchange ? m_feature_exchange.get() : nullptr, result, m_nodes.atom_of_node.data(),
+                       n, "edgeframe");
   note_first_call();
 }
 

@@ -76,15 +76,15 @@ void PairEdgeframeKokkos<DeviceType>::init_style()
   // otherwise, e.g. several ranks without GPU-aware MPI), else through LAMMPS' host buffers
   // (the node rows reordered on the device). The keyword device_comm no forces the host buffers.
   // comm_style tiled: CommTiledKokkos sends pair communication to the host functions always.
-  const bool forward_legacy = lmp->kokkos->forward_pair_comm_legacy, reverse_legacy = lmp->kokkos->reverse_pair_comm_legacy;
+  const bool forward_legacy = lmp->kokkos->forward_pair_comm_legacy,
+             reverse_legacy = lmp->kokkos->reverse_pair_comm_legacy;
   m_exchange_device_comm = kSharesEngineMemory && m_ghost_exchange && !folded && comm->style == Comm::BRICK &&
                            !forward_legacy && !reverse_legacy && m_device_comm_allowed;
   // CommKokkos sends a device style's forward communication to the *_kokkos functions unless
   // LAMMPS keeps it on the host (forward_comm(Pair *)), so on GPU builds the device path can
   // take the host buffers (device_comm no, `comm/pair/forward device` with `comm/pair/reverse
   // host`) only where LAMMPS moved forward pair communication to the host itself.
-  const bool device_style_forward_on_device =
-      ExecutionSpaceFromDevice<DeviceType>::space == Device && !forward_legacy;
+  const bool device_style_forward_on_device = ExecutionSpaceFromDevice<DeviceType>::space == Device && !forward_legacy;
   const bool exchange = !folded && m_ghost_exchange && comm->style == Comm::BRICK && m_deviation_models.empty() &&
                         (m_exchange_device_comm || !device_style_forward_on_device);
   m_device_path = kSharesEngineMemory && (folded || exchange);
