@@ -316,14 +316,7 @@ void PairEdgeframe::compute(int eflag, int vflag)
   const bool rebuilt = m_need_node_map || neighbor->ago == 0;
   if (rebuilt) rebuild_graph();
   m_sum_ghosts += atom->nghost;
-  // bind() traces the swaps (collectives): an error there must stop every rank cleanly. Between
-  // builds the traces, roots and swap lists stay valid.
-  if (m_exchange && rebuilt) {
-    call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe (exchange setup)", [&] {
-      m_feature_exchange->bind(&m_nodes, atom->nlocal, atom->nlocal + atom->nghost, m_exchange_width, m_exchange_type);
-    });
-    if (m_calls == 1 && comm->me == 0) print_transport();
-  }
+  if (m_exchange && rebuilt) bind_exchange("edgeframe");
   // A rank that owns no mapped atom has no energy and so exerts no force: nothing to compute
   // (ranks of an open box beyond the atoms, or every owned type NULL under hybrid). In
   // exchange mode it still takes part in every communication: its ghosts may be relays.

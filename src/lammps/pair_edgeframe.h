@@ -139,6 +139,9 @@ class PairEdgeframe : public Pair {
                          const std::string &potential_file = "");
   void print_model_block();
   void idle_rank_collectives();
+  // Exchange mode, at a neighbour-list rebuild: the exchange traces LAMMPS' swaps against the
+  // node map (collectives; valid until the next rebuild); the first call of a run logs the transport.
+  void bind_exchange(const char *style);
   // Model v2: T layers read exchanged ghost features (v1: T - 1, its first layer reads only the
   // species), and a ghost shell must reach T + 1 cutoffs (the edge-degree embedding is one
   // more hop); v1: T.

@@ -387,14 +387,7 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
     const bool rebuilt = m_need_node_map || neighbor->ago == 0;
     if (rebuilt) rebuild_device_graph();
     m_sum_ghosts += atom->nghost;    // the end-of-run graph line, as in the plain style
-    // bind() traces LAMMPS' swaps (collectives), valid until the next rebuild.
-    if (m_exchange && rebuilt) {
-      call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe/kk (exchange setup)", [&] {
-        m_feature_exchange->bind(&m_nodes, atom->nlocal, atom->nlocal + atom->nghost, m_exchange_width,
-                                 m_exchange_type);
-      });
-      if (m_calls == 1 && comm->me == 0) print_transport();
-    }
+    if (m_exchange && rebuilt) bind_exchange("edgeframe/kk");
     if (m_n_local_nodes == 0) {
       // A rank that owns no mapped atom still takes part in every exchange (its ghosts may be
       // relays) and in model v2's sums over ranks.

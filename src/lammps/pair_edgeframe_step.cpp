@@ -292,6 +292,15 @@ void PairEdgeframe::accumulate_per_atom(const edgeframe::Result &result, const i
   }
 }
 
+void PairEdgeframe::bind_exchange(const char *style)
+{
+  // An error in bind() must stop every rank cleanly (call_engine).
+  call_engine(error, Scope::ONE, FLERR, fmt::format("pair_style {} (exchange setup)", style), [&] {
+    m_feature_exchange->bind(&m_nodes, atom->nlocal, atom->nlocal + atom->nghost, m_exchange_width, m_exchange_type);
+  });
+  if (m_calls == 1 && comm->me == 0) print_transport();
+}
+
 void PairEdgeframe::idle_rank_collectives()
 {
   // The same sequence of collective calls as the engine makes on ranks with atoms, with no rows
