@@ -11,6 +11,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <Kokkos_Sort.hpp>
+#include <atomic>
 #include <cstdint>
 
 #include "kernel_common.hpp"
@@ -37,9 +38,19 @@ struct Graph {
   View1<int, Exec> send_edges;    // [E] edge ids grouped by sender, ascending within a group
   // [E] the input pair of each edge, per_pair * p + direction (1: the reverse of a half pair):
   // refresh_shifts takes the shifts of a kept graph from the pairs' current ones.
+  // (Compacted graphs, graph_compact.hpp, have none: extent 0.)
   View1<int, Exec> pair;
   int per_pair = 1;
+  // Changes whenever the edges do (a build, a compaction): caches of a graph's host-side
+  // structure key on it (edge_chunks.hpp), since compaction rewrites the same views.
+  std::uint64_t revision = 0;
 };
+
+// A revision number no graph of this process has had yet.
+inline std::uint64_t next_graph_revision() {
+  static std::atomic<std::uint64_t> last{0};
+  return ++last;
+}
 
 namespace impl {
 
@@ -149,6 +160,7 @@ Graph<Exec> build_graph(const Exec& exec, const PairList<Exec>& pairs, Vec3View<
   Graph<Exec> g;
   g.n_nodes = n_nodes;
   g.n_edges = n_edges;
+  g.revision = next_graph_revision();
   emit.keys = View1<std::int64_t, Exec>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "edgeframe::graph_keys"),
                                         n_edges);
   Kokkos::parallel_for("edgeframe::graph_emit", Range<Exec, TagForward>(exec, 0, n_pairs), emit);

@@ -75,6 +75,7 @@ Graph<Exec> graph_chunk(const Exec& exec, const Graph<Exec>& g, int e0, int e1) 
   Graph<Exec> c;
   c.n_nodes = g.n_nodes;
   c.n_edges = e1 - e0;
+  c.revision = next_graph_revision();
   c.recv = Kokkos::subview(g.recv, std::make_pair(e0, e1));
   c.send = Kokkos::subview(g.send, std::make_pair(e0, e1));
   c.shift = Kokkos::subview(g.shift, std::make_pair(e0, e1), Kokkos::ALL);

@@ -153,8 +153,8 @@ def run_lammps(args, c, precision, steps=50, graph=False):
     step replayed as a CUDA graph), with the neighbour skin of --lmp-skin.
 
     Timing: a warm-up run, then runs of `steps` and 3 x `steps` steps in one LAMMPS process. A
-    run's Loop time holds a cost paid once per run (with cuda_graph, the capture at its first
-    step: each run's setup builds a new graph), so the per-step time is the difference of the two
+    run's Loop time may hold a cost paid once per run (with cuda_graph, a capture where the run's
+    setup had to put the graph in new memory), so the per-step time is the difference of the two
     runs' Loop times over the difference of their steps (median_s), and the once-per-run cost is
     what the shorter run has beyond that (run_fixed_s). The engine column excludes its capture
     the same way (warm-up steps)."""
@@ -192,7 +192,7 @@ def run_lammps(args, c, precision, steps=50, graph=False):
     if replays:   # the timed run's (the last one)
         r["cuda_graph_captures"], r["cuda_graph_replays"] = int(replays[-1][0]), int(replays[-1][1])
     edges = re.findall(r"edges ([0-9.]+) / [0-9]+\n", log)
-    if edges:     # edges per force call of the timed run: r_cut + skin with graph per_rebuild
+    if edges:     # edges within r_cut per force call of the timed run
         r["lammps_edges"] = float(edges[-1])
     mem = re.search(r"edgeframe device memory on rank 0: peak (\d+) MiB", log)
     if mem:    # GPU builds: LibTorch's allocator peak + the Kokkos workspace (LAMMPS' own arrays not counted)
@@ -251,7 +251,8 @@ def main():
                     help="package kokkos options of the LAMMPS column, spaces or commas (default: LAMMPS-KOKKOS' GPU defaults)")
     ap.add_argument("--lmp-skin", type=float, default=None,
                     help="neighbour skin of the LAMMPS columns, A (default: LAMMPS' metal default of 2 A); the "
-                         "-graph columns evaluate every pair within r_cut + skin")
+                         "-graph columns keep the pairs within r_cut + skin from rebuild to rebuild and "
+                         "evaluate those within r_cut")
     ap.add_argument("--lmp-kokkos", default="g 1",
                     help="what follows '-k on' in the LAMMPS column (default: one GPU; tests use 't 1')")
     ap.add_argument("--cases", default="", help="system:size:shape,... (default: the issue's list)")

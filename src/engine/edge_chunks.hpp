@@ -3,6 +3,7 @@
 // (graph_chunk.hpp), so that a recomputed layer's edge part runs one chunk at a time.
 #pragma once
 
+#include <cstdint>
 #include <deque>
 #include <utility>
 #include <vector>
@@ -38,17 +39,15 @@ class EdgeChunks {
   long builds() const { return m_builds; }  // chunk sets made (tests: once per graph)
 
  private:
-  // The chunks of g, rebuilt only when the graph or the chunk size changes. The key holds the
-  // graph's recv_offsets view: while held, its allocation cannot be reused by a newer graph, so
-  // an equal pointer means the same graph (graphs are built once per neighbour-list rebuild,
-  // with fresh views, and never edited in place). Reads recv_offsets on the host at a rebuild.
+  // The chunks of g, rebuilt only when the graph (its revision: a build or a compaction, which
+  // rewrites the same views) or the chunk size changes; a graph without a revision (0: made by
+  // hand) every time. Reads recv_offsets on the host then.
   void update(const bridge::Exec& exec, const kk::Graph<bridge::Exec>& g, int edge_chunk) {
-    if (m_key.data() == g.recv_offsets.data() && m_n_edges == g.n_edges && m_edge_chunk == edge_chunk) return;
+    if (g.revision != 0 && m_revision == g.revision && m_edge_chunk == edge_chunk) return;
     const auto ro_view = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g.recv_offsets);
     const std::vector<int> ro(ro_view.data(), ro_view.data() + g.n_nodes + 1);
     const std::vector<int> bounds = kk::chunk_receivers(ro, edge_chunk);
-    m_key = g.recv_offsets;
-    m_n_edges = g.n_edges;
+    m_revision = g.revision;
     m_edge_chunk = edge_chunk;
     m_edges.clear();
     m_graphs.clear();
@@ -58,8 +57,8 @@ class EdgeChunks {
     }
     ++m_builds;
   }
-  kk::View1<int, bridge::Exec> m_key;
-  int m_n_edges = -1, m_edge_chunk = -1;
+  std::uint64_t m_revision = 0;
+  int m_edge_chunk = -1;
   std::vector<std::pair<int, int>> m_edges;
   std::vector<kk::Graph<bridge::Exec>> m_graphs;
   long m_builds = 0;

@@ -14,6 +14,7 @@
 #include "edgeframe_exchange.h"
 #include "edgeframe_node_map.h"
 #include "evaluator.hpp"
+#include "kept_graph.hpp"
 #include "step_times.hpp"
 
 #include <functional>
@@ -78,8 +79,14 @@ class PairEdgeframe : public Pair {
   bool m_exchange = false;    // this run exchanges ghost features per layer
   bool m_timing_detail = false;    // keyword timing: basic | detail (fenced engine split)
   // keyword graph: per_step (false: the edges within r_cut, filtered and sorted every step) |
-  // per_rebuild (true: the edges within r_cut + skin, built at neighbour-list rebuilds only)
+  // per_rebuild (true: candidates within r_cut + skin built at neighbour-list rebuilds, the
+  // edges within r_cut compacted from them every step: edgeframe::KeptGraph)
   bool m_graph_per_rebuild = false;
+  double m_edge_headroom = -1.0;    // keyword edge_headroom (per_rebuild's spare slots); < 0: automatic
+  // The automatic edge_headroom with cuda_graph on a GPU: spare slots for 0.5 % more edges than
+  // at the graph's last (re)allocation (doc/pair_edgeframe.md, "Keyword graph").
+  static constexpr double kAutomaticEdgeHeadroom = 0.005;
+  long m_graph_regrowths = 0;    // steps run again because their edges outgrew the kept graph
   bool m_cuda_graph = false;    // keyword cuda_graph: replay the engine's step as a CUDA graph
   long m_graph_counts_at_init[2] = {0, 0};    // the evaluator's CUDA graph captures and replays at init
   bool m_cutghost_raised = false;    // the shell mode raised comm->cutghostuser ...
@@ -90,7 +97,10 @@ class PairEdgeframe : public Pair {
 
   std::unique_ptr<edgeframe::Potential> m_potential;
   std::unique_ptr<edgeframe::Evaluator> m_evaluator;
-  std::unique_ptr<edgeframe::AtomGraph> m_graph;
+  std::unique_ptr<edgeframe::AtomGraph> m_graph;    // graph per_step
+  std::unique_ptr<edgeframe::KeptGraph> m_kept;    // graph per_rebuild
+  const edgeframe::AtomGraph &step_graph() const { return m_kept ? m_kept->graph() : *m_graph; }
+  double edge_headroom() const;    // per_rebuild: m_edge_headroom, or its automatic value
   edgeframe_glue::NodeMap m_nodes;    // LAMMPS atom <-> engine node, rebuilt with the graph
   bool m_need_node_map = true;    // node map stale: rebuild at the next compute
   struct EdgeframeBuffers *m_buffers;    // engine-side positions and species (pair_edgeframe.cpp)
@@ -156,20 +166,20 @@ class PairEdgeframe : public Pair {
   // ---- the step driver both styles share (pair_edgeframe_step.cpp) ----
   using Positions = edgeframe::kk::Vec3View<const double, edgeframe::Exec>;    // [nodes, 3] Angstrom
   using Species = edgeframe::kk::View1<const int, edgeframe::Exec>;    // [nodes]
-  // m_graph from the candidate pairs at these positions: graph per_step, the edges with
-  // r < r_cut, built anew; graph per_rebuild, the edges with r < r_cut + skin, built when the
-  // pairs were (rebuilt: a neighbour-list rebuild or a new node map) and otherwise kept, with
-  // only its shifts refreshed. Adds to the end-of-run graph line. style names the pair style in
-  // error messages.
+  // step_graph() from the candidate pairs at these positions: graph per_step, the edges with
+  // r < r_cut, built anew (m_graph); graph per_rebuild, the edges with r < r_cut compacted from
+  // candidates within r_cut + skin (m_kept), built when the pairs were (rebuilt: a
+  // neighbour-list rebuild or a new node map) and otherwise kept, with only their shifts
+  // refreshed. style names the pair style in error messages.
   void make_step_graph(const edgeframe::kk::PairList<edgeframe::Exec> &pairs, Positions positions, Species species,
                        int n_local, bool rebuilt, const char *style);
-  // The engine call on m_graph: forces always, energies and virials as LAMMPS asks this step
+  // The engine call on step_graph(): forces always, energies and virials as LAMMPS asks this step
   // (ev_init first). results_to_host: fence before returning (the caller reads them on the
   // host). A non-finite energy or force stops the run naming the atom (atom_of_node_on_host:
   // engine node -> LAMMPS local index, asked for only then); logs a changed activations plan.
   edgeframe::Result evaluate_step(Positions positions, edgeframe::NodeExchange *exchange, bool results_to_host,
                                   const char *style, const std::function<const int *()> &atom_of_node_on_host);
-  // One evaluator's call on m_graph, shared by the step and the model deviation: engine errors to
+  // One evaluator's call on step_graph(), shared by the step and the model deviation: engine errors to
   // error->one with `where`; a non-finite result stops the run naming the atom (and
   // potential_file, a deviation model's); results_to_host fences before returning.
   edgeframe::Result compute_on_step_graph(edgeframe::Evaluator &evaluator, Positions positions,
@@ -198,7 +208,7 @@ class PairEdgeframe : public Pair {
                              const edgeframe::Potential &main);
   void init_deviation();    // init: architecture on several ranks, evaluators, the file (rank 0)
   bool deviation_due() const;    // an ensemble, and this step a multiple of out_freq
-  // Every other model on m_graph and the positions of the step whose main result is `main`;
+  // Every other model on step_graph() and the positions of the step whose main result is `main`;
   // forces of engine nodes to LAMMPS atoms (atom_of_node, host); then finish_deviation.
   void evaluate_deviation(Positions positions, edgeframe::NodeExchange *exchange, const edgeframe::Result &main,
                           const int *atom_of_node, int n_nodes, const char *style);

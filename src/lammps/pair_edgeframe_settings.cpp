@@ -62,6 +62,10 @@ void PairEdgeframe::settings(int narg, char **arg)
       m_graph_per_rebuild = value == "per_rebuild";
     } else if (key == "cuda_graph") {
       m_cuda_graph = utils::logical(FLERR, value, false, lmp);
+    } else if (key == "edge_headroom") {
+      m_edge_headroom = utils::numeric(FLERR, value, false, lmp);
+      if (!(m_edge_headroom >= 0.0 && m_edge_headroom <= 1.0))
+        error->all(FLERR, "pair_style edgeframe: edge_headroom must be in [0, 1] (got {})", value);
     } else if (key == "activations") {
       if (value != "auto" && value != "keep" && value != "recompute")
         error->all(FLERR, "pair_style edgeframe: unknown activations '{}' (valid: auto, keep, recompute)", value);
@@ -95,7 +99,8 @@ void PairEdgeframe::settings(int narg, char **arg)
       exchange_keyword(key, value);
     } else {
       error->all(FLERR,
-                 "pair_style edgeframe: unknown keyword '{}' (valid: precision, graph, cuda_graph, activations, "
+                 "pair_style edgeframe: unknown keyword '{}' (valid: precision, graph, cuda_graph, edge_headroom, "
+                 "activations, "
                  "edge_chunk, memory_budget, min_distance, fold_images, ghost_mode, timing, task, charge, spin, "
                  "out_freq, out_file, atomic, relative, relative_v, "
                  "exchange_stage, "
@@ -109,9 +114,13 @@ void PairEdgeframe::settings(int narg, char **arg)
     error->all(FLERR,
                "pair_style edgeframe: cuda_graph yes needs graph per_rebuild (a graph built every step has new "
                "addresses every step, so a captured step could never be replayed)");
+  if (m_edge_headroom >= 0.0 && !m_graph_per_rebuild)
+    error->all(FLERR, "pair_style edgeframe: edge_headroom is for graph per_rebuild (graph per_step builds the "
+                      "step's graph at its exact size every step)");
   if (m_exchange_settings.swaps == edgeframe_glue::ExchangeSettings::Swaps::direct &&
       !m_exchange_settings.skip_self_swaps)
     error->all(FLERR, "pair_style edgeframe: exchange_swaps direct needs exchange_self_swaps skip");
+  m_kept.reset();    // a re-issued pair_style may change graph or edge_headroom
   m_evaluator.reset();    // a re-issued pair_style (new precision, activations) needs a new evaluator
   for (auto &m : m_deviation_models) m.evaluator.reset();
   m_feature_exchange.reset();    // ... and new exchange settings a new exchange (made and bound at the next run)
@@ -215,4 +224,5 @@ void PairEdgeframe::coeff(int narg, char **arg)
   m_model_block_printed = false;
   m_system_atoms_per_z.clear();
   m_graph.reset();
+  m_kept.reset();
 }

@@ -163,13 +163,21 @@ void PairEdgeframe::init_engine(bool need_newton)
     error->all(FLERR, "pair_style edgeframe: {}", e.what());
   }
 
+  if (comm->me == 0 && m_edge_headroom > 0.0 && comm->nprocs > 1)
+    error->warning(FLERR,
+                   "pair_style edgeframe: edge_headroom {} is for one MPI rank; on {} ranks the graph has "
+                   "its exact size (edge_headroom 0)",
+                   m_edge_headroom, comm->nprocs);
   if (comm->me == 0 && m_graph_per_rebuild) {
     const double rc = m_potential->config.r_cut, rs = rc + neighbor->skin * m_to_angstrom;
-    utils::logmesg(lmp,
-                   "edgeframe: graph per_rebuild: edges within r_cut + skin = {:.4g} A, built at neighbour-list "
-                   "rebuilds; each step evaluates about ({:.4g} / {:.4g})^3 = {:.3g}x the edges within r_cut (a "
-                   "smaller 'neighbor' skin evaluates fewer, rebuilds more often)\n",
-                   rs, rs, rc, rs * rs * rs / (rc * rc * rc));
+    const double h = edge_headroom();
+    utils::logmesg(
+        lmp,
+        "edgeframe: graph per_rebuild: candidate pairs within r_cut + skin = {:.4g} A kept from "
+        "neighbour-list rebuilds; each step evaluates those within r_cut {:.4g} A ({})\n",
+        rs, rc,
+        h > 0.0 ? fmt::format("in a graph of fixed size with {:.3g} % spare edges, edge_headroom {:.3g}", 100.0 * h, h)
+                : std::string("exactly: edge_headroom 0"));
   }
   if (comm->me == 0 && m_cuda_graph) {
     const char *why = edgeframe::build_info().execution_space != "Cuda" ? "this build runs on the host"
@@ -187,11 +195,15 @@ void PairEdgeframe::init_engine(bool need_newton)
   m_graph_counts_at_init[0] = m_evaluator->cuda_graph_captures();
   m_graph_counts_at_init[1] = m_evaluator->cuda_graph_replays();    // the end-of-run line counts this run's
   m_graph.reset();
+  // m_kept stays (settings and pair_coeff drop it): its next rebuild keeps its storage when the
+  // nodes and edges still fit, so that a step captured as a CUDA graph in one run replays in the
+  // next.
   m_need_node_map = true;    // rebuild the node map at the first compute
   m_time_graph = m_time_engine = m_time_copy = 0.0;    // the end-of-run split is per run
   m_times = edgeframe::StepTimes();
   m_sum_ghosts = m_sum_nodes = m_sum_ghost_nodes = m_sum_edges = 0.0;
   m_calls = 0;
+  m_graph_regrowths = 0;
   std::fill(std::begin(m_first_call), std::end(m_first_call), 0.0);
   if (comm->me == 0 && !m_model_block_printed) print_model_block();
   m_model_block_printed = true;    // once per pair_style / pair_coeff, not at every run
@@ -483,6 +495,11 @@ void PairEdgeframe::finish()
         "nodes {:.1f} / {:.0f} | ghost nodes {:.1f} / {:.0f} | edges {:.1f} / {:.0f}\n",
         m_folded ? "images folded" : (m_exchange ? "per-layer exchange" : "ghost shell"), g_sum[0] / p, g_max[0],
         g_sum[1] / p, g_max[1], g_sum[2] / p, g_max[2], g_sum[3] / p, g_max[3]);
+    if (m_kept && edge_headroom() > 0.0)
+      utils::logmesg(lmp,
+                     "edgeframe graph per_rebuild on rank 0: {} edges held (edges within r_cut and spare), {} "
+                     "step(s) run again after their edges outgrew the graph\n",
+                     m_kept->capacity(), m_graph_regrowths);
     if (m_timing_detail && m_exchange) print_exchange_split();
     if (m_evaluator && m_evaluator->layers_recomputed() > m_recomputed_at_init)
       utils::logmesg(lmp,
@@ -501,22 +518,39 @@ void PairEdgeframe::make_step_graph(const edgeframe::kk::PairList<edgeframe::Exe
                                     Species species, int n_local, bool rebuilt, const char *style)
 {
   call_engine(error, Scope::ONE, FLERR, fmt::format("pair_style {} (graph)", style), [&] {
-    if (m_graph_per_rebuild && !rebuilt && m_graph) {
-      // The pairs are those the graph was built from (LAMMPS keeps its lists between rebuilds):
-      // the same edges, now at other positions and, with a changing box, other image shifts.
-      edgeframe::refresh_graph_shifts(*m_graph, pairs);
+    const double r_cut = m_potential->config.r_cut;
+    if (!m_graph_per_rebuild) {
+      m_graph =
+          std::make_unique<edgeframe::AtomGraph>(edgeframe::make_graph(pairs, positions, species, n_local, r_cut));
       return;
     }
-    // Per rebuild: every candidate pair LAMMPS may bring within r_cut before its next rebuild
-    // (its lists reach r_cut + skin); the envelope makes those beyond r_cut add exactly nothing.
-    const double cutoff = m_potential->config.r_cut + (m_graph_per_rebuild ? neighbor->skin * m_to_angstrom : 0.0);
-    m_graph = std::make_unique<edgeframe::AtomGraph>(
-        edgeframe::make_graph(pairs, positions, species, n_local, cutoff));
+    if (!rebuilt && m_kept) {
+      // The pairs are those the candidates were built from (LAMMPS keeps its lists between
+      // rebuilds): the same pairs, now at other positions and, with a changing box, other
+      // image shifts.
+      m_kept->refresh(pairs, positions);
+      return;
+    }
+    // Every candidate pair LAMMPS may bring within r_cut before its next rebuild (its lists
+    // reach r_cut + skin).
+    if (!m_kept) m_kept = std::make_unique<edgeframe::KeptGraph>(edge_headroom());
+    m_kept->rebuild(pairs, positions, species, n_local, r_cut + neighbor->skin * m_to_angstrom, r_cut);
   });
   const int n_nodes = (int) positions.extent(0);
   m_sum_nodes += n_nodes;
   m_sum_ghost_nodes += n_nodes - n_local;
-  m_sum_edges += m_graph->edges.n_edges;
+}
+
+double PairEdgeframe::edge_headroom() const
+{
+  // Several ranks: exact. A step found too small afterwards is run again, and on several ranks
+  // every rank would have to run it again (the exchange and model v2's sums are collective).
+  if (comm->nprocs > 1) return 0.0;
+  if (m_edge_headroom >= 0.0) return m_edge_headroom;
+  // Automatic: spare slots where a CUDA graph replays the step (a graph of fixed size stays
+  // valid across steps and rebuilds); elsewhere the exact size (one read of the count per step).
+  const bool replays = m_cuda_graph && edgeframe::build_info().execution_space == "Cuda" && !m_timing_detail;
+  return replays ? kAutomaticEdgeHeadroom : 0.0;
 }
 
 edgeframe::Result PairEdgeframe::evaluate_step(Positions positions, edgeframe::NodeExchange *exchange,
@@ -535,9 +569,17 @@ edgeframe::Result PairEdgeframe::evaluate_step(Positions positions, edgeframe::N
   what.reduce = is_v2() && comm->nprocs > 1 ? &m_reduce : nullptr;
   // The size in the prefix: an allocation failure then says how much this rank asked for.
   const std::string where = fmt::format("pair_style {} ({} nodes, {} edges on rank {}, step {})", style,
-                                        positions.extent(0), m_graph->edges.n_edges, comm->me, update->ntimestep);
-  const edgeframe::Result result =
+                                        positions.extent(0), step_graph().edges.n_edges, comm->me, update->ntimestep);
+  edgeframe::Result result =
       compute_on_step_graph(*m_evaluator, positions, what, where, results_to_host, atom_of_node_on_host);
+  // graph per_rebuild with spare edges: a step whose edges within r_cut outgrew the graph ran
+  // on part of them; the graph has grown since (held_every_edge), so the step runs again.
+  while (m_kept && !m_kept->held_every_edge()) {
+    ++m_graph_regrowths;
+    call_engine(error, Scope::ONE, FLERR, where, [&] { m_kept->step(positions); });
+    result = compute_on_step_graph(*m_evaluator, positions, what, where, results_to_host, atom_of_node_on_host);
+  }
+  m_sum_edges += m_kept ? m_kept->live_edges() : step_graph().edges.n_edges;
   log_activation_plan();
   return result;
 }
@@ -552,7 +594,7 @@ edgeframe::Result PairEdgeframe::compute_on_step_graph(edgeframe::Evaluator &eva
   std::optional<edgeframe::NonFiniteError> non_finite;    // reported below, outside call_engine's catch
   call_engine(error, Scope::ONE, FLERR, where, [&] {
     try {
-      result = evaluator.compute(*m_graph, positions, what);
+      result = evaluator.compute(step_graph(), positions, what);
     } catch (const edgeframe::NonFiniteError &e) {
       non_finite.emplace(e);
       return;

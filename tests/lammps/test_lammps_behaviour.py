@@ -1,5 +1,7 @@
 """What LAMMPS users do with a pair style beyond run 0: MD with energy conservation,
 minimize, rerun, restart round trips, hybrid/overlay and hybrid with NULL types."""
+import re
+
 import numpy as np
 import pytest
 
@@ -155,6 +157,55 @@ run 20
               % (step, abs(rows[step][1] - ref["energy"]), np.abs(data[:, 5:8] - ref["forces"]).max()))
         assert close(rows[step][1], ref["energy"]), step
         assert close(data[:, 5:8], ref["forces"]), step
+
+
+@pytest.mark.parametrize("args", [(), KOKKOS_ARGS], ids=["plain", "kk"])
+def test_graph_per_rebuild_compacts_to_the_per_step_graph_and_regrows_when_compressed(lammps, tmp_path, small_model,
+                                                                                     args):
+    # graph per_rebuild evaluates, every step, the candidates of the last neighbour-list build
+    # that lie within r_c, in a graph of exact size (edge_headroom 0) or of fixed size with spare
+    # edges that add nothing (0.02). With a box compressed by 4 % between list builds, edges
+    # enter r_c at almost every step: with edge_headroom 1e-5 the graph keeps outgrowing its
+    # storage, and each such step runs again on a larger graph. Every variant must give
+    # per_step's energies, pressures and forces to fp64 rounding.
+    _, path = small_model
+    atoms, _ = structure("triclinic_ccu16")
+    variants = {"per_step": "graph per_step", "exact": "graph per_rebuild edge_headroom 0",
+                "spare": "graph per_rebuild edge_headroom 0.02", "tiny": "graph per_rebuild edge_headroom 0.00001"}
+    rows, forces, logs = {}, {}, {}
+    for name, style in variants.items():
+        script = setup(tmp_path, atoms, path).replace("precision fp64", "precision fp64 " + style) + f"""
+velocity all create 600 4928459 mom yes rot yes dist gaussian
+timestep 0.0005
+fix 1 all nve
+fix 2 all deform 1 x scale 0.96 y scale 0.96 remap none
+neighbor 1.0 bin
+neigh_modify every 10 delay 0 check no
+thermo 1
+thermo_style custom step pe press
+thermo_modify format float %.17g
+dump d all custom 20 {name}.dump id fx fy fz
+dump_modify d sort id format float %.17g
+run 20
+"""
+        run = lammps(script, args=args)
+        assert run.returncode == 0, run.output[-2000:]
+        rows[name] = np.array(thermo_table(run.output))
+        forces[name] = np.array([[float(v) for v in line.split()[1:]] for line in
+                                 (tmp_path / f"{name}.dump").read_text().split("ITEM: ATOMS id fx fy fz\n")[-1].splitlines()])
+        logs[name] = run.output
+    assert "each step evaluates those within r_cut" in logs["exact"] and "exactly: edge_headroom 0" in logs["exact"]
+    assert "2 % spare edges, edge_headroom 0.02" in logs["spare"]
+    regrown = [int(m) for m in re.findall(r"(\d+) step\(s\) run again after their edges outgrew the graph",
+                                          logs["tiny"])]
+    print("steps run again with edge_headroom 1e-5: %s; with 0.02: %s" % (
+        regrown, re.findall(r"(\d+) step\(s\) run again", logs["spare"])))
+    assert regrown and regrown[0] >= 1, logs["tiny"][-3000:]
+    for name in ("exact", "spare", "tiny"):
+        assert rows[name].shape == rows["per_step"].shape == (21, 3)
+        assert close(rows[name][:, 1:], rows["per_step"][:, 1:], rel=1e-11, floor=1e-11), (
+            name, np.abs(rows[name] - rows["per_step"]).max())
+        assert close(forces[name], forces["per_step"], rel=1e-11, floor=1e-11), name
 
 
 def test_md_with_chunked_recompute_follows_the_kept_run(lammps, tmp_path, small_model):

@@ -20,6 +20,7 @@
 #include "errors.hpp"
 #include "evaluator.hpp"
 #include "graph_chunk.hpp"
+#include "kept_graph.hpp"
 #include "potential.hpp"
 #include "runtime.hpp"
 #include "torch_memory.hpp"
@@ -626,6 +627,51 @@ TEST(Evaluator, EdgesBeyondTheCutoffAddNothing) {
       EXPECT_LT(rel_err(a.forces, b.forces), tol) << name;
       EXPECT_LT(rel_err(a.atom_virial, b.atom_virial), tol) << name;
       for (int c = 0; c < 9; ++c) EXPECT_NEAR(a.virial[c], b.virial[c], tol * max_abs(b.atom_virial) * N) << name;
+    }
+  }
+}
+
+// graph per_rebuild's kept graph (kept_graph.hpp): candidates within r_cut + 1.5 A, the step's
+// edges compacted to r < r_cut, padded with spare self edges (edge_headroom 0.2: about one per
+// receiver and more) that must add exactly nothing. Energies, forces and virials equal those of
+// the graph built at r_cut, for models of both families, fp64 and fp32.
+TEST(Evaluator, AKeptGraphsSpareEdgesAddNothing) {
+  struct Case {
+    Potential pot;
+    Golden g;
+    std::vector<int> species;
+    SystemInputs system;  // model v2 only
+  };
+  std::vector<Case> cases;
+  for (const char* name : {"bcc_cu54_L2m1", "triclinic_ccu16_L3m2"}) {
+    Golden g = load_golden(name);
+    cases.push_back({read_potential(g.model_file), g, g.species, {}});
+  }
+  const V2Case v2 = carbon_v2_case("diamond64_L2m2");
+  cases.push_back({v2.pot, v2.g, v2.carbon, v2.system()});
+  for (const Case& c : cases) {
+    const double r_cut = c.pot.format_version == kFormatVersionV2 ? c.pot.v2.r_cut : c.pot.config.r_cut, skin = 1.5;
+    const HostPairList pl = pairs_within(c.g, r_cut + skin);
+    const int N = int(c.species.size());
+    const auto at_cut = test::upload_graph(c.g.x, c.species, pl.i, pl.j, pl.shift, N, r_cut);
+    const auto up = test::upload_pairs(c.g.x, c.species, pl.i, pl.j, pl.shift);
+    KeptGraph kept(0.2);
+    kept.rebuild(up.pairs, up.x, up.species, N, r_cut + skin, r_cut);
+    ASSERT_TRUE(kept.held_every_edge());
+    ASSERT_EQ(kept.live_edges(), at_cut.graph.edges.n_edges);
+    ASSERT_GT(kept.capacity(), kept.live_edges() + N / 8) << "spare slots on most receivers";
+    const test::DeviceGraph padded{up.x, kept.graph()};
+    for (Precision p : {Precision::fp64, Precision::fp32}) {
+      Evaluator ev(c.pot, {p});
+      if (c.pot.format_version == kFormatVersionV2) ev.set_system(c.system);
+      const auto a = run(ev, padded), b = run(ev, at_cut);
+      const double tol = p == Precision::fp64 ? 1e-13 : kFp32Contract;
+      EXPECT_NEAR(a.energy, b.energy, tol * std::fabs(b.energy)) << c.g.model_file;
+      EXPECT_LT(rel_err(a.energies, b.energies), tol) << c.g.model_file;
+      EXPECT_LT(rel_err(a.forces, b.forces), tol) << c.g.model_file;
+      EXPECT_LT(rel_err(a.atom_virial, b.atom_virial), tol) << c.g.model_file;
+      for (int k = 0; k < 9; ++k)
+        EXPECT_NEAR(a.virial[k], b.virial[k], tol * max_abs(b.atom_virial) * N) << c.g.model_file;
     }
   }
 }

@@ -13,6 +13,7 @@
 #include "exec_spaces.hpp"
 #include "graph.hpp"
 #include "graph_chunk.hpp"
+#include "kept_graph.hpp"
 #include "radial.hpp"
 
 namespace {
@@ -280,6 +281,169 @@ TEST(Graph, SerialAndOpenMPAreIdentical) {
 #else
   GTEST_SKIP() << "this Kokkos has no OpenMP backend";
 #endif
+}
+
+// ---- the kept graph of graph per_rebuild (kept_graph.hpp, graph_compact.hpp) ---------------
+
+// The step graph as host arrays, with the spare slots (self edges at 2 x cutoff) split off.
+struct HostStepGraph {
+  std::vector<RefEdge> live;   // recv, send, shift (p, dir unused)
+  std::vector<int> pad_count;  // [N] spare slots of receiver a
+  int n_edges = 0;
+};
+
+// Reads a kept graph on the host and checks its structure: every receiver's segment is its live
+// edges then its spare slots (self edges of length 2 x cutoff along x); the sender grouping lists
+// each edge exactly once, in ascending order, under its sender.
+HostStepGraph read_step_graph(const AtomGraph& ag, double cutoff) {
+  const auto& g = ag.edges;
+  const int N = g.n_nodes;
+  auto recv = test::to_host(g.recv), send = test::to_host(g.send);
+  auto shift = test::to_host(g.shift);
+  auto ro = test::to_host(g.recv_offsets), so = test::to_host(g.send_offsets), se = test::to_host(g.send_edges);
+  HostStepGraph h;
+  h.n_edges = g.n_edges;
+  h.pad_count.assign(N, 0);
+  EXPECT_EQ(ro(0), 0);
+  EXPECT_EQ(ro(N), g.n_edges);
+  EXPECT_EQ(so(N), g.n_edges);
+  for (int a = 0; a < N; ++a) {
+    bool in_padding = false;
+    for (int e = ro(a); e < ro(a + 1); ++e) {
+      EXPECT_EQ(recv(e), a) << e;
+      const bool pad = send(e) == a && shift(e, 0) == 2.0 * cutoff && shift(e, 1) == 0.0 && shift(e, 2) == 0.0;
+      if (pad) {
+        in_padding = true;
+        h.pad_count[a]++;
+      } else {
+        EXPECT_FALSE(in_padding) << "a live edge after receiver " << a << "'s spare slots, edge " << e;
+        h.live.push_back({recv(e), send(e), 0, 0, {shift(e, 0), shift(e, 1), shift(e, 2)}});
+      }
+    }
+  }
+  std::vector<int> seen(g.n_edges, 0);
+  for (int a = 0; a < N; ++a)
+    for (int q = so(a); q < so(a + 1); ++q) {
+      const int e = se(q);
+      EXPECT_EQ(send(e), a) << "edge " << e << " grouped under sender " << a;
+      if (q > so(a)) {
+        EXPECT_LT(se(q - 1), e) << "sender " << a << " not ascending";
+      }
+      seen[e]++;
+    }
+  for (int e = 0; e < g.n_edges; ++e) EXPECT_EQ(seen[e], 1) << "edge " << e;
+  return h;
+}
+
+// Positions moved at random by up to `amplitude` per component, then scaled by `scale`.
+std::vector<std::array<double, 3>> moved(const std::vector<std::array<double, 3>>& x, double amplitude, double scale,
+                                         unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-amplitude, amplitude);
+  auto out = x;
+  for (auto& p : out)
+    for (double& v : p) v = (v + u(rng)) * scale;
+  return out;
+}
+
+// KeptGraph, exact and padded: after a rebuild with candidates within cutoff + skin and at
+// positions that moved since, the live edges are exactly build_graph's edges at the cutoff at
+// those positions, in the same order (the reference of MatchesThePlainLoopReference); padded,
+// the graph also holds spare slots spread over the receivers, and keeps its storage (addresses,
+// size) from step to step while its revision changes.
+TEST(KeptGraph, LiveEdgesAreTheEdgesWithinTheCutoffInBuildGraphsOrder) {
+  const double cutoff = 3.1, skin = 0.8;
+  auto s = make_system(40, 8.0, 17);
+  // Self-image edges (an atom and its own image, as in a small periodic cell) for some atoms:
+  // a node's own edges sit in its receiver segment before its spare slots, on both sides.
+  for (int a = 0; a < 40; a += 3)
+    for (const double sx : {2.9, -2.9}) {
+      s.pairs.i.push_back(a);
+      s.pairs.j.push_back(a);
+      s.pairs.shift.push_back({sx, 0.0, 0.0});
+    }
+  const int N = int(s.x.size());
+  const auto species = kk::View1<int, Exec>("species", N);
+  for (const double headroom : {0.0, 0.05}) {
+    KeptGraph kept(headroom);
+    auto d = upload<Exec>(s);
+    const kk::PairList<Exec> pl{d.i, d.j, d.shift, false};
+    kept.rebuild(pl, d.x, species, N, cutoff + skin, cutoff);
+    const int* recv_address = kept.graph().edges.recv.data();
+    const int capacity = kept.capacity();
+    std::uint64_t revision = kept.graph().edges.revision;
+    for (int step = 0; step < 4; ++step) {
+      HostSystem now = s;
+      // At most 0.2 sqrt(3) A per atom: no pair moves by more than the skin, so the candidates
+      // hold every pair within the cutoff, as a neighbour list between rebuilds does.
+      now.x = moved(s.x, 0.2, 1.0, 100 + step);
+      auto hx = Kokkos::create_mirror_view(d.x);
+      for (int a = 0; a < N; ++a)
+        for (int k = 0; k < 3; ++k) hx(a, k) = now.x[a][k];
+      Kokkos::deep_copy(d.x, hx);  // in place: the positions view keeps its address
+      kept.step(d.x);
+      ASSERT_TRUE(kept.held_every_edge());
+      const auto ref = reference_edges(now, cutoff, false);
+      const HostStepGraph h = read_step_graph(kept.graph(), cutoff);
+      ASSERT_EQ(int(h.live.size()), int(ref.size())) << "headroom " << headroom << " step " << step;
+      EXPECT_EQ(kept.live_edges(), int(ref.size()));
+      for (size_t e = 0; e < ref.size(); ++e) {
+        ASSERT_EQ(h.live[e].recv, ref[e].recv) << e;
+        ASSERT_EQ(h.live[e].send, ref[e].send) << e;
+        for (int k = 0; k < 3; ++k) ASSERT_EQ(h.live[e].shift[k], ref[e].shift[k]) << e;
+      }
+      EXPECT_NE(kept.graph().edges.revision, revision);
+      revision = kept.graph().edges.revision;
+      if (headroom == 0.0) {
+        EXPECT_EQ(h.n_edges, int(ref.size()));
+        continue;
+      }
+      EXPECT_EQ(kept.capacity(), capacity);
+      EXPECT_EQ(kept.graph().edges.recv.data(), recv_address);
+      EXPECT_EQ(h.n_edges, capacity);
+      const int spare = capacity - int(ref.size());
+      EXPECT_GT(spare, 0);
+      for (int a = 0; a < N; ++a) EXPECT_LE(h.pad_count[a], spare / N + 1) << "receiver " << a;
+    }
+    EXPECT_EQ(kept.allocations(), 1) << "headroom " << headroom;
+  }
+}
+
+// Padded, when the live edges outgrow the capacity (the box compressed by 6 % between
+// rebuilds): the step's graph is a consistent graph of as many edges as fit, held_every_edge()
+// says no and grows the storage, and the step run again holds every edge.
+TEST(KeptGraph, APaddedGraphThatOverflowsGrowsAndHoldsEveryEdgeOnTheNextStep) {
+  const double cutoff = 3.1, skin = 1.0;
+  auto s = make_system(40, 8.0, 19);
+  const int N = int(s.x.size());
+  const auto species = kk::View1<int, Exec>("species", N);
+  KeptGraph kept(0.01);
+  auto d = upload<Exec>(s);
+  const kk::PairList<Exec> pl{d.i, d.j, d.shift, false};
+  kept.rebuild(pl, d.x, species, N, cutoff + skin, cutoff);
+  const int capacity = kept.capacity();
+  HostSystem now = s;
+  now.x = moved(s.x, 0.0, 0.94, 1);
+  for (auto& sh : now.pairs.shift)
+    for (double& v : sh) v *= 0.94;
+  const auto d2 = upload<Exec>(now);
+  kept.refresh(kk::PairList<Exec>{d2.i, d2.j, d2.shift, false}, d2.x);
+  const HostStepGraph partial = read_step_graph(kept.graph(), cutoff);
+  EXPECT_EQ(int(partial.live.size()), capacity);
+  ASSERT_FALSE(kept.held_every_edge());
+  const auto ref = reference_edges(now, cutoff, false);
+  EXPECT_EQ(kept.live_edges(), int(ref.size()));
+  EXPECT_GT(int(ref.size()), capacity);
+  kept.step(d2.x);
+  ASSERT_TRUE(kept.held_every_edge());
+  EXPECT_EQ(kept.allocations(), 2);
+  EXPECT_GT(kept.capacity(), int(ref.size()));
+  const HostStepGraph h = read_step_graph(kept.graph(), cutoff);
+  ASSERT_EQ(h.live.size(), ref.size());
+  for (size_t e = 0; e < ref.size(); ++e) {
+    ASSERT_EQ(h.live[e].recv, ref[e].recv) << e;
+    ASSERT_EQ(h.live[e].send, ref[e].send) << e;
+  }
 }
 
 // ---- radial -------------------------------------------------------------------------------

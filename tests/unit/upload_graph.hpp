@@ -1,4 +1,4 @@
-// Host arrays of a test case -> positions and graph in the engine's memory space (tests only).
+// Host arrays of a test case -> positions, pairs and graph in the engine's memory space (tests only).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -13,18 +13,25 @@ struct DeviceGraph {
   AtomGraph graph;
 };
 
-// x [N*3], species [N], directed pairs i <- j with Cartesian shifts [P*3]; edges kept with
-// r < cutoff (make_graph).
-inline DeviceGraph upload_graph(const std::vector<double>& x, const std::vector<int>& species,
+// Host arrays in the engine's memory space: positions, species and directed pairs i <- j.
+struct DevicePairs {
+  kk::Vec3View<double, Exec> x;
+  kk::View1<int, Exec> species;
+  kk::PairList<Exec> pairs;
+};
+
+// x [N*3], species [N], directed pairs i <- j with Cartesian shifts [P*3].
+inline DevicePairs upload_pairs(const std::vector<double>& x, const std::vector<int>& species,
                                 const std::vector<int>& pi, const std::vector<int>& pj,
-                                const std::vector<double>& shift, int n_local, double cutoff) {
+                                const std::vector<double>& shift) {
   const int N = int(species.size()), P = int(pi.size());
-  DeviceGraph d;
+  DevicePairs d;
   d.x = kk::Vec3View<double, Exec>("x", N);
-  kk::View1<int, Exec> sp("species", N), vi("i", P), vj("j", P);
+  d.species = kk::View1<int, Exec>("species", N);
+  kk::View1<int, Exec> vi("i", P), vj("j", P);
   kk::Vec3View<double, Exec> sh("shift", P);
   auto hx = Kokkos::create_mirror_view(d.x);
-  auto hs = Kokkos::create_mirror_view(sp);
+  auto hs = Kokkos::create_mirror_view(d.species);
   auto hi = Kokkos::create_mirror_view(vi);
   auto hj = Kokkos::create_mirror_view(vj);
   auto hsh = Kokkos::create_mirror_view(sh);
@@ -38,12 +45,20 @@ inline DeviceGraph upload_graph(const std::vector<double>& x, const std::vector<
     for (int k = 0; k < 3; ++k) hsh(p, k) = shift[3 * p + k];
   }
   Kokkos::deep_copy(d.x, hx);
-  Kokkos::deep_copy(sp, hs);
+  Kokkos::deep_copy(d.species, hs);
   Kokkos::deep_copy(vi, hi);
   Kokkos::deep_copy(vj, hj);
   Kokkos::deep_copy(sh, hsh);
-  d.graph = make_graph(kk::PairList<Exec>{vi, vj, sh, false}, d.x, sp, n_local, cutoff);
+  d.pairs = kk::PairList<Exec>{vi, vj, sh, false};
   return d;
+}
+
+// The same with the edges kept with r < cutoff (make_graph).
+inline DeviceGraph upload_graph(const std::vector<double>& x, const std::vector<int>& species,
+                                const std::vector<int>& pi, const std::vector<int>& pj,
+                                const std::vector<double>& shift, int n_local, double cutoff) {
+  const DevicePairs p = upload_pairs(x, species, pi, pj, shift);
+  return {p.x, make_graph(p.pairs, p.x, p.species, n_local, cutoff)};
 }
 
 }  // namespace edgeframe::test
