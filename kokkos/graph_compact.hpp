@@ -11,7 +11,7 @@
 // its size and therefore a CUDA graph captured on it stay valid from step to step and across
 // rebuilds. The spare slots are self edges (i <- i) with an image offset of length pad_length
 // (> r_cut): the envelope and all its derivatives are zero there, so they add exactly nothing
-// (tests/unit/test_graph_radial.cpp CompactedGraph*). They are spread over the receivers,
+// (tests: KeptGraph.* in tests/unit/test_graph_radial.cpp, Evaluator.AKeptGraphsSpareEdgesAddNothing). They are spread over the receivers,
 // floor(P (a + 1) / N) - floor(P a / N) at the end of receiver a's edges, so that no receiver's
 // segment grows by more than one slot in N / P.
 //

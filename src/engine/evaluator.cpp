@@ -562,7 +562,7 @@ impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph, kk::Vec3Vi
     const impl::StepTimer timer(step, &StepTimes::geometry);
     kk::compute_edge_vectors(exec, g, positions, vec);
   }
-  impl::StepOutputs out = impl::take_step_outputs(ws, N, E, graph.n_local);
+  impl::StepOutputs out = impl::take_step_outputs(ws, N, E);
 #ifndef KOKKOS_ENABLE_CUDA
   exec.fence("edgeframe: edge vectors handed to torch");  // on CUDA torch runs on the kernels' stream
 #endif

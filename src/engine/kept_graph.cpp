@@ -31,15 +31,22 @@ int KeptGraph::spare(int live) const {
 }
 
 void KeptGraph::allocate(int n_nodes, int capacity) {
-  // Fresh views: a captured step holds the old ones (impl::GraphedSteps) until its next key.
-  m_recv = kk::View1<int, Exec>("edgeframe::kept_recv", capacity);
-  m_send = kk::View1<int, Exec>("edgeframe::kept_send", capacity);
-  m_shift = kk::Vec3View<double, Exec>("edgeframe::kept_shift", capacity);
-  m_send_edges = kk::View1<int, Exec>("edgeframe::kept_send_edges", capacity);
-  m_graph.edges.recv_offsets = kk::View1<int, Exec>("edgeframe::kept_recv_offsets", n_nodes + 1);
-  m_graph.edges.send_offsets = kk::View1<int, Exec>("edgeframe::kept_send_offsets", n_nodes + 1);
-  m_species = kk::View1<int, Exec>("edgeframe::kept_species", n_nodes);
-  m_graph.edges.n_nodes = n_nodes;
+  // Fresh views (new addresses): a captured step holds the old ones (impl::GraphedSteps) until
+  // its next key. The node-sized ones only for a new node count, so that growing the edges
+  // leaves the species' and offsets' addresses, part of a capture's key, as they were.
+  if (n_nodes != m_graph.edges.n_nodes || m_species.extent(0) != std::size_t(n_nodes)) {
+    m_graph.edges.recv_offsets = kk::View1<int, Exec>("edgeframe::kept_recv_offsets", n_nodes + 1);
+    m_graph.edges.send_offsets = kk::View1<int, Exec>("edgeframe::kept_send_offsets", n_nodes + 1);
+    m_species = kk::View1<int, Exec>("edgeframe::kept_species", n_nodes);
+    m_graph.species = m_species;
+    m_graph.edges.n_nodes = n_nodes;
+  }
+  if (capacity != int(m_recv.extent(0)) || m_allocations == 0) {
+    m_recv = kk::View1<int, Exec>("edgeframe::kept_recv", capacity);
+    m_send = kk::View1<int, Exec>("edgeframe::kept_send", capacity);
+    m_shift = kk::Vec3View<double, Exec>("edgeframe::kept_shift", capacity);
+    m_send_edges = kk::View1<int, Exec>("edgeframe::kept_send_edges", capacity);
+  }
   ++m_allocations;
 }
 
@@ -87,15 +94,15 @@ void KeptGraph::rebuild(const kk::PairList<Exec>& pairs, kk::Vec3View<const doub
   int live = 0;
   Kokkos::deep_copy(live, Kokkos::subview(m_index, n_cand));  // host boundary (a rebuild): sizes the storage
   const int capacity = m_recv.extent(0);
-  const bool same_nodes = m_graph.edges.n_nodes == N && m_species.extent(0) == std::size_t(N) && m_allocations > 0;
-  if (m_headroom > 0.0) {
-    if (!same_nodes || capacity < live || capacity > live + 2 * spare(live) + kShrinkSlack)
-      allocate(N, padded_capacity(N, live));
-  } else if (!same_nodes || capacity < n_cand) {
-    allocate(N, n_cand);  // exact: room for every candidate, so no step between rebuilds allocates
-  }
+  const bool same_nodes = m_allocations > 0 && m_graph.edges.n_nodes == N;
+  // Padded: keep the capacity while the live edges fit with at most 2 spare + kShrinkSlack to
+  // spare. Exact: room for every candidate, so that no step between rebuilds allocates.
+  const bool capacity_fits =
+      m_allocations > 0 &&
+      (m_headroom > 0.0 ? capacity >= live && capacity <= live + 2 * spare(live) + kShrinkSlack : capacity >= n_cand);
+  if (!same_nodes || !capacity_fits)
+    allocate(N, capacity_fits ? capacity : (m_headroom > 0.0 ? padded_capacity(N, live) : n_cand));
   Kokkos::deep_copy(exec, m_species, species);
-  m_graph.species = m_species;
   m_graph.n_local = n_local;
   step(positions);
 }

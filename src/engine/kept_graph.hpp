@@ -7,10 +7,12 @@
 // - exact (edge_headroom 0): the host reads the live count after the compaction's first pass
 //   (one wait per step) and the graph has exactly the live edges;
 // - padded (edge_headroom h > 0): the graph has a fixed capacity, (1 + h) x the live edges at
-//   the last (re)allocation, the spare slots filled with edges that add exactly nothing; the
-//   step waits for nothing, and the graph's views, its size and so a CUDA graph captured on it
-//   (EvaluatorOptions::cuda_graph) stay valid across steps and rebuilds. A step whose live edges
-//   outgrow the capacity is found after it (held_every_edge) and must be run again.
+//   the last (re)allocation, the spare slots filled with edges that add exactly nothing; nothing
+//   before the engine waits for the host, and the graph's views, its size and so a CUDA graph
+//   captured on it (EvaluatorOptions::cuda_graph) stay valid across steps and rebuilds while the
+//   node count stays. A step whose live edges outgrow the capacity is found after it
+//   (held_every_edge, which reads the count the kernels left in host-pinned memory) and must be
+//   run again.
 #pragma once
 
 #include <cstdint>
@@ -50,8 +52,10 @@ class KeptGraph {
 
  private:
   kk::CompactEdges<Exec> kernels(kk::Vec3View<const double, Exec> positions) const;
-  void allocate(int n_nodes, int capacity);  // new storage: new addresses
-  int spare(int live) const;                 // padded: spare slots for `live` edges
+  // New storage (new addresses) for what changes: node-sized views for a new node count, edge
+  // views for a new capacity.
+  void allocate(int n_nodes, int capacity);
+  int spare(int live) const;  // padded: spare slots for `live` edges
   int padded_capacity(int n_nodes, int live) const;
 
   double m_headroom;

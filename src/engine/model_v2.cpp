@@ -389,7 +389,7 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
 
   kk::Vec3View<double, Exec> vec(ws.take<double>(Workspace::kVec, std::size_t(E) * 3), E);
   kk::compute_edge_vectors(exec, g, positions, vec);
-  StepOutputs out = take_step_outputs(ws, N, E, graph.n_local);
+  StepOutputs out = take_step_outputs(ws, N, E);
 #ifndef KOKKOS_ENABLE_CUDA
   exec.fence("edgeframe: edge vectors handed to torch");
 #endif

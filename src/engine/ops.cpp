@@ -656,12 +656,13 @@ StepTimer::~StepTimer() {
   m_times->*m_slot += now - m_start;
 }
 
-StepOutputs take_step_outputs(Workspace& ws, int N, int E, int n_local) {
+StepOutputs take_step_outputs(Workspace& ws, int N, int E) {
   StepOutputs out;
   out.res.energies = kk::View1<double, Exec>(ws.take<double>(Workspace::kEnergies, N), N);
   out.res.forces = kk::Vec3View<double, Exec>(ws.take<double>(Workspace::kForces, std::size_t(N) * 3), N);
   out.res.atom_virial = kk::View2<double, Exec>(ws.take<double>(Workspace::kAtomVirial, std::size_t(N) * 9), N, 9);
-  out.n_chunks = std::max({(E + kk::kSumChunk - 1) / kk::kSumChunk, (n_local + kk::kSumChunk - 1) / kk::kSumChunk, 1});
+  // Chunks over the edges (virial) and the nodes (energies of the owned ones, every force's check).
+  out.n_chunks = std::max({(E + kk::kSumChunk - 1) / kk::kSumChunk, (N + kk::kSumChunk - 1) / kk::kSumChunk, 1});
   out.partials = kk::View2<double, Exec>(ws.take<double>(Workspace::kPartials, std::size_t(out.n_chunks) * 10),
                                          out.n_chunks, 10);
   out.sums = kk::View1<double, Exec>(ws.take<double>(Workspace::kSums, 10), 10);
@@ -704,7 +705,8 @@ void finish_forces_and_sums(StepContext& step, StepOutputs& out, const kk::Vec3V
                           atom_virial ? res.atom_virial : kk::View2<double, Exec>()};
   const StepTimer timer(step, &StepTimes::geometry);
   if (grad) kk::node_forces(exec, nf, N);
-  kk::GlobalSums<Exec> gs{vec, gv, res.energies, out.partials, out.sums, E, n_local, out.n_chunks};
+  const kk::Vec3View<const double, Exec> checked_forces = grad ? res.forces : kk::Vec3View<double, Exec>();
+  kk::GlobalSums<Exec> gs{vec, gv, res.energies, checked_forces, out.partials, out.sums, E, n_local, out.n_chunks};
   kk::global_sums(exec, gs);
 }
 

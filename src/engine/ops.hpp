@@ -58,7 +58,7 @@ struct StepOutputs {
   kk::View1<double, bridge::Exec> sums;
   int n_chunks = 1;
 };
-StepOutputs take_step_outputs(Workspace& ws, int n_nodes, int n_edges, int n_local);
+StepOutputs take_step_outputs(Workspace& ws, int n_nodes, int n_edges);
 
 // Every rank must make the same sequence of reverse exchanges (exchange.hpp), also when this
 // one's backward pass made fewer (no edges, nothing asked): the missing ones carry zero rows

@@ -331,23 +331,10 @@ void PairEdgeframeKokkos<DeviceType>::check_min_distance_device()
 template <class DeviceType>
 void PairEdgeframeKokkos<DeviceType>::scatter_forces_device(const edgeframe::Result &result)
 {
+  // Every force is finite here: the engine's step sums check them with the energy and virial
+  // (kokkos/forces.hpp GlobalSums) and a non-finite one stopped the run in evaluate_step.
   auto forces = result.forces;
   auto atom_of_node = d_atom_of_node;
-  // A non-finite force stops the run before anything is added to LAMMPS' forces.
-  int first_bad = m_n_nodes;
-  Kokkos::parallel_reduce(
-      "edgeframe/kk::first_nonfinite_force", Kokkos::RangePolicy<DeviceType>(0, m_n_nodes),
-      KOKKOS_LAMBDA(int k, int &bad) {
-        for (int d = 0; d < 3; d++)
-          if (!Kokkos::isfinite(forces(k, d)) && k < bad) bad = k;
-      },
-      Kokkos::Min<int>(first_bad));
-  if (first_bad < m_n_nodes) {
-    atomKK->sync(Host, TAG_MASK);
-    error->one(FLERR,
-               "pair_style edgeframe: non-finite force on atom {} at step {}; stopping instead of integrating on",
-               atom->tag[h_atom_of_node(first_bad)], update->ntimestep);
-  }
   auto f = atomKK->k_f.view<DeviceType>();
   const double scale = m_force_from_engine;    // eV/Angstrom to LAMMPS force units
   Kokkos::parallel_for(

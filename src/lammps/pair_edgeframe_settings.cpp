@@ -33,6 +33,7 @@ void finalize_kokkos_at_exit()
 void PairEdgeframe::settings(int narg, char **arg)
 {
   m_deviation = edgeframe_glue::DeviationSettings();    // a new pair_style gives its own (or none)
+  m_edge_headroom = -1.0;    // ... and its own edge_headroom (or the automatic one): graph may change
   close_deviation_file();    // ... and a deviation run then starts its file anew
   int iarg = 0;
   while (iarg < narg) {

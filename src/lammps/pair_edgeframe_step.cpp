@@ -179,6 +179,13 @@ void PairEdgeframe::init_engine(bool need_newton)
         h > 0.0 ? fmt::format("in a graph of fixed size with {:.3g} % spare edges, edge_headroom {:.3g}", 100.0 * h, h)
                 : std::string("exactly: edge_headroom 0"));
   }
+  if (comm->me == 0 && m_cuda_graph && m_graph_per_rebuild && edge_headroom() == 0.0 &&
+      edgeframe::build_info().execution_space == "Cuda" && !m_timing_detail)
+    error->warning(FLERR,
+                   "pair_style edgeframe: cuda_graph yes with edge_headroom 0{}: the graph's size follows the "
+                   "edges within r_c, so a step replays only until that count changes and is captured anew "
+                   "after; give edge_headroom > 0 (one rank)",
+                   comm->nprocs > 1 ? " (several ranks)" : "");
   if (comm->me == 0 && m_cuda_graph) {
     const char *why = edgeframe::build_info().execution_space != "Cuda" ? "this build runs on the host"
                       : m_timing_detail                                 ? "timing detail fences every kernel"
@@ -574,7 +581,12 @@ edgeframe::Result PairEdgeframe::evaluate_step(Positions positions, edgeframe::N
       compute_on_step_graph(*m_evaluator, positions, what, where, results_to_host, atom_of_node_on_host);
   // graph per_rebuild with spare edges: a step whose edges within r_cut outgrew the graph ran
   // on part of them; the graph has grown since (held_every_edge), so the step runs again.
-  while (m_kept && !m_kept->held_every_edge()) {
+  auto held = [&] {
+    bool all = true;
+    call_engine(error, Scope::ONE, FLERR, where, [&] { all = !m_kept || m_kept->held_every_edge(); });
+    return all;
+  };
+  while (!held()) {
     ++m_graph_regrowths;
     call_engine(error, Scope::ONE, FLERR, where, [&] { m_kept->step(positions); });
     result = compute_on_step_graph(*m_evaluator, positions, what, where, results_to_host, atom_of_node_on_host);

@@ -332,7 +332,7 @@ def test_timing_detail_and_graph_line_on_the_kk_device_path(lammps, tmp_path, sm
     assert nodes == len(atoms) and ghost_nodes == 0 and edges > 0, output[-1500:]
 
 
-def test_bad_ghost_mode_timing_and_activations_are_errors(lammps, tmp_path, small_model):
+def test_bad_ghost_mode_timing_activations_and_graph_settings_are_errors(lammps, tmp_path, small_model):
     _, path = small_model
     atoms, boundary = structure("diamond64")
     for args, text in ((" ghost_mode fat", "unknown ghost_mode 'fat' (valid: exchange, shell)"),
@@ -341,7 +341,9 @@ def test_bad_ghost_mode_timing_and_activations_are_errors(lammps, tmp_path, smal
                        (" edge_chunk -5", "edge_chunk must be >= 0 (got -5)"),
                        (" edge_chunk 1000", "edge_chunk 1000 needs 'activations recompute'"),
                        (" memory_budget 0", "memory_budget must be > 0 GB (got 0)"),
-                       (" activations keep memory_budget 2", "memory_budget is for 'activations auto' (activations is keep)")):
+                       (" activations keep memory_budget 2", "memory_budget is for 'activations auto' (activations is keep)"),
+                       (" graph per_rebuild edge_headroom 1.5", "edge_headroom must be in [0, 1] (got 1.5)"),
+                       (" edge_headroom 0.01", "edge_headroom is for graph per_rebuild")):
         write_data(tmp_path / "data.lmp", atoms, ["C", "Cu"])
         script = RUN_0_SCRIPT.format(boundary=boundary, precision="fp64" + args, model=path, elements="C Cu",
                                      nktv2p=METAL_NKTV2P, pre="", extra="")

@@ -121,9 +121,9 @@ def test_fix_deform_forces_follow_the_box_between_neighbour_list_builds(lammps, 
     # box at every step. LAMMPS changes the box at the end of a step (fix deform's end_of_step),
     # after the forces: the energy and forces of step n belong to the positions of step n
     # (remap none: deform does not move atoms) in the box printed at step n - 1. With graph
-    # per_rebuild the graph of step 0 and 10 (every pair within r_c + skin) is kept for ten steps
-    # while atoms move and the box deforms: its edges' vectors and image offsets must follow
-    # them, and its edges beyond r_c must add nothing.
+    # per_rebuild the candidates of step 0 and 10 (every pair within r_c + skin) are kept for
+    # ten steps while atoms move and the box deforms: their image offsets must follow the box
+    # and each step's graph must hold those within r_c at that step.
     model, path = small_model
     atoms, _ = structure("triclinic_ccu16")
     script = setup(tmp_path, atoms, path).replace("precision fp64", f"precision fp64 graph {graph}") + """
