@@ -36,6 +36,24 @@ namespace edgeframe_glue {
     return closest;
   }
 
+  // The same into `result` (a rank-0 view the device can write: host-pinned memory, so that the
+  // host reads it after a later fence without a copy). Returns at once: nothing waits for it.
+  template <class Exec, class PairR2, class Result>
+  void closest_pair_into(const char *label, int n_pairs, const PairR2 &r2, const Result &result)
+  {
+    using MinLoc = Kokkos::MinLoc<double, int>;
+    Kokkos::parallel_reduce(
+        label, Kokkos::RangePolicy<Exec>(0, n_pairs),
+        KOKKOS_LAMBDA(int p, ClosestPair &best) {
+          const double d = r2(p);
+          if (d < best.val) {
+            best.val = d;
+            best.loc = p;
+          }
+        },
+        MinLoc(result));
+  }
+
 }    // namespace edgeframe_glue
 }    // namespace LAMMPS_NS
 

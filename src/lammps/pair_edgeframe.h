@@ -143,6 +143,10 @@ class PairEdgeframe : public Pair {
   void log_activation_plan();
   // Per-atom energy and virial (6 and centroid 9) of engine nodes onto LAMMPS atoms.
   void accumulate_per_atom(const edgeframe::Result &result, const int *atom_of_node, int n_nodes, int n_local);
+  // A check of this step's inputs that runs on the device during the engine and is read after it
+  // (edgeframe/kk's min_distance): done first when the engine reports a non-finite result, whose
+  // cause it may name better.
+  virtual void check_deferred_min_distance() {}
   // A non-finite energy or force from the engine: error->one with the step and the atom ID
   // (atom_of_node: host array, engine node -> LAMMPS local index; atom->tag read on the host).
   void report_non_finite(const edgeframe::NonFiniteError &e, const int *atom_of_node,

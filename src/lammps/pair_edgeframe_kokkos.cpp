@@ -305,20 +305,38 @@ void PairEdgeframeKokkos<DeviceType>::gather_positions_and_shifts()
 }
 
 template <class DeviceType>
-void PairEdgeframeKokkos<DeviceType>::check_min_distance_device()
+void PairEdgeframeKokkos<DeviceType>::start_min_distance_device()
 {
-  // The closest candidate pair, by a min-loc reduction; only a violation goes to the host.
+  // The closest candidate pair, by a min-loc reduction into host-pinned memory.
+  m_min_distance_pending = false;
+  if (m_n_pairs == 0) return;
+  if (!m_closest.data())
+    m_closest = Kokkos::View<edgeframe_glue::ClosestPair, Kokkos::SharedHostPinnedSpace>("edgeframe/kk::closest");
   auto x = atomKK->k_x.view<DeviceType>();
   auto pair_image = d_pair_image, pair_i = d_pair_i, atom_of_node = d_atom_of_node;
-  const auto closest = edgeframe_glue::closest_pair<DeviceType>(
-      "edgeframe/kk::min_distance", m_n_pairs, KOKKOS_LAMBDA(int p) {
+  edgeframe_glue::closest_pair_into<DeviceType>(
+      "edgeframe/kk::min_distance", m_n_pairs,
+      KOKKOS_LAMBDA(int p) {
         const int i = atom_of_node(pair_i(p)), j = pair_image(p);
         double r2 = 0.0;
         for (int d = 0; d < 3; d++) r2 += (x(j, d) - x(i, d)) * (x(j, d) - x(i, d));
         return r2;
-      });
+      },
+      m_closest);
+  m_min_distance_pending = true;
+}
+
+template <class DeviceType>
+void PairEdgeframeKokkos<DeviceType>::finish_min_distance_device()
+{
+  // After the engine (or its non-finite error, which the closeness may have caused and which
+  // this message then explains better): only a violation goes further to the host.
+  if (!m_min_distance_pending) return;
+  m_min_distance_pending = false;
+  DeviceType().fence("edgeframe/kk::min_distance read");    // the step's results reached the host: nothing left
+  const edgeframe_glue::ClosestPair closest = m_closest();
   const double floor = m_min_distance_a / m_to_angstrom;    // LAMMPS distance units, as x
-  if (m_n_pairs == 0 || closest.val >= floor * floor) return;
+  if (closest.val >= floor * floor) return;
   auto h_pair_i = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(d_pair_i, closest.loc));
   auto h_image = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(d_pair_image, closest.loc));
   atomKK->sync(Host, TAG_MASK);
@@ -390,7 +408,7 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
     pairs.half = false;
     const Positions positions = Kokkos::subview(d_positions, std::make_pair(0, m_n_nodes), Kokkos::ALL);
     make_step_graph(pairs, positions, d_species, m_n_local_nodes, rebuilt, "edgeframe/kk");
-    check_min_distance_device();
+    start_min_distance_device();
     double t1 = platform::walltime();
     m_time_graph += t1 - t0;
 
@@ -400,6 +418,7 @@ void PairEdgeframeKokkos<DeviceType>::compute(int eflag, int vflag)
           atomKK->sync(Host, TAG_MASK);
           return h_atom_of_node.data();
         });
+    finish_min_distance_device();    // before anything reaches LAMMPS' forces
     double t2 = platform::walltime();
     m_time_engine += t2 - t1;
 

@@ -25,6 +25,7 @@
 
 #include "kokkos_base.h"
 #include "kokkos_type.h"
+#include "edgeframe_min_distance.h"
 #include "pair_edgeframe.h"
 
 #include "evaluator.hpp"
@@ -61,12 +62,18 @@ class PairEdgeframeKokkos : public PairEdgeframe, public KokkosBase {
   // Public only because CUDA lambdas may not live in private or protected member functions.
   void rebuild_device_graph();
   void gather_positions_and_shifts();
-  void check_min_distance_device();
+  // min_distance on the device: the closest pair's reduction starts before the engine and is
+  // read after it, when the step's results have reached the host anyway (no wait of its own).
+  void start_min_distance_device();
+  void finish_min_distance_device();
+  void check_deferred_min_distance() override { finish_min_distance_device(); }
   void scatter_forces_device(const edgeframe::Result &result);
 
  private:
   bool m_device_path = false;    // this run keeps atom data on DeviceType (see the file comment)
   int m_n_nodes = 0, m_n_local_nodes = 0, m_n_pairs = 0;    // nodes, the owned ones first, pairs
+  Kokkos::View<edgeframe_glue::ClosestPair, Kokkos::SharedHostPinnedSpace> m_closest;    // the step's closest pair
+  bool m_min_distance_pending = false;    // m_closest is being computed for this step
 
   template <class T>
   using View1 = edgeframe::kk::View1<T, Exec>;

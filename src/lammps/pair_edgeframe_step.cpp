@@ -613,7 +613,10 @@ edgeframe::Result PairEdgeframe::compute_on_step_graph(edgeframe::Evaluator &eva
     }
     if (results_to_host) Kokkos::fence("edgeframe::compute results to host");    // LAMMPS reads them there next
   });
-  if (non_finite) report_non_finite(*non_finite, atom_of_node_on_host(), potential_file);
+  if (non_finite) {
+    check_deferred_min_distance();
+    report_non_finite(*non_finite, atom_of_node_on_host(), potential_file);
+  }
   return result;
 }
 
