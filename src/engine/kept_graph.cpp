@@ -1,5 +1,6 @@
 #include "kept_graph.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -13,10 +14,12 @@ namespace {
 // A padded graph is reallocated when its live edges leave [capacity - 2 spare - this, capacity]:
 // a few dozen edges more or less than at the last allocation never cost a new capture.
 constexpr int kShrinkSlack = 64;
+// The largest spare fraction the doubling after an overflow reaches.
+constexpr double kMaxSpareFraction = 0.25;
 
 }  // namespace
 
-KeptGraph::KeptGraph(double edge_headroom) : m_headroom(edge_headroom) {
+KeptGraph::KeptGraph(double edge_headroom) : m_headroom(edge_headroom), m_spare_fraction(edge_headroom) {
   if (!(edge_headroom >= 0.0 && edge_headroom <= 1.0))
     throw InputError("edge_headroom " + std::to_string(edge_headroom) + " is outside [0, 1]");
   m_status = kk::CompactStatus("edgeframe::graph_compact_status", 2);
@@ -27,7 +30,7 @@ int KeptGraph::padded_capacity(int n_nodes, int live) const {
 }
 
 int KeptGraph::spare(int live) const {
-  return m_headroom > 0.0 ? 1 + static_cast<int>(std::ceil(m_headroom * live)) : 0;
+  return m_headroom > 0.0 ? 1 + static_cast<int>(std::ceil(m_spare_fraction * live)) : 0;
 }
 
 void KeptGraph::allocate(int n_nodes, int capacity) {
@@ -143,6 +146,11 @@ bool KeptGraph::held_every_edge() {
   Exec().fence("edgeframe::KeptGraph status");
   m_live = m_status(0);
   if (m_status(1) == 0) return true;
+  // The edges within the cutoff move by more than the spare slots allow (a compressed box, or
+  // a crystal shell right at r_cut whose pairs cross it with the thermal motion): double the
+  // spare fraction, so that a few overflows settle it and the rebuilds' resizing, which keeps
+  // up to twice the spare, does not take it back.
+  m_spare_fraction = std::min(2.0 * m_spare_fraction, std::max(kMaxSpareFraction, m_headroom));
   allocate(m_graph.edges.n_nodes, padded_capacity(m_graph.edges.n_nodes, m_live));
   return false;
 }

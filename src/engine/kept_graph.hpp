@@ -7,12 +7,12 @@
 // - exact (edge_headroom 0): the host reads the live count after the compaction's first pass
 //   (one wait per step) and the graph has exactly the live edges;
 // - padded (edge_headroom h > 0): the graph has a fixed capacity, (1 + h) x the live edges at
-//   the last (re)allocation, the spare slots filled with edges that add exactly nothing; nothing
-//   before the engine waits for the host, and the graph's views, its size and so a CUDA graph
-//   captured on it (EvaluatorOptions::cuda_graph) stay valid across steps and rebuilds while the
-//   node count stays. A step whose live edges outgrow the capacity is found after it
-//   (held_every_edge, which reads the count the kernels left in host-pinned memory) and must be
-//   run again.
+//   the last (re)allocation (h doubles after each overflow), the spare slots filled with edges
+//   that add exactly nothing; nothing before the engine waits for the host, and the graph's
+//   views, its size and so a CUDA graph captured on it (EvaluatorOptions::cuda_graph) stay valid
+//   across steps and rebuilds while the node count stays. A step whose live edges outgrow the
+//   capacity is found after it (held_every_edge, which reads the count the kernels left in
+//   host-pinned memory) and must be run again.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +49,8 @@ class KeptGraph {
   int capacity() const { return m_graph.edges.n_edges; }
   int candidate_edges() const { return m_candidates.edges.n_edges; }
   long allocations() const { return m_allocations; }  // of the step graph's storage (tests)
+  // Padded: the spare fraction now, edge_headroom doubled after each overflow (up to 0.25).
+  double spare_fraction() const { return m_spare_fraction; }
 
  private:
   kk::CompactEdges<Exec> kernels(kk::Vec3View<const double, Exec> positions) const;
@@ -59,6 +61,7 @@ class KeptGraph {
   int padded_capacity(int n_nodes, int live) const;
 
   double m_headroom;
+  double m_spare_fraction;
   double m_cutoff = 0.0;
   AtomGraph m_candidates;
   AtomGraph m_graph;  // views of the storage below ([0, n_edges))

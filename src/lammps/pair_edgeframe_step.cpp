@@ -504,9 +504,9 @@ void PairEdgeframe::finish()
         g_sum[1] / p, g_max[1], g_sum[2] / p, g_max[2], g_sum[3] / p, g_max[3]);
     if (m_kept && edge_headroom() > 0.0)
       utils::logmesg(lmp,
-                     "edgeframe graph per_rebuild on rank 0: {} edges held (edges within r_cut and spare), {} "
-                     "step(s) run again after their edges outgrew the graph\n",
-                     m_kept->capacity(), m_graph_regrowths);
+                     "edgeframe graph per_rebuild on rank 0: {} edges held (edges within r_cut and spare, "
+                     "spare fraction {:.3g}), {} step(s) run again after their edges outgrew the graph\n",
+                     m_kept->capacity(), m_kept->spare_fraction(), m_graph_regrowths);
     if (m_timing_detail && m_exchange) print_exchange_split();
     if (m_evaluator && m_evaluator->layers_recomputed() > m_recomputed_at_init)
       utils::logmesg(lmp,

@@ -411,7 +411,8 @@ TEST(KeptGraph, LiveEdgesAreTheEdgesWithinTheCutoffInBuildGraphsOrder) {
 
 // Padded, when the live edges outgrow the capacity (the box compressed by 6 % between
 // rebuilds): the step's graph is a consistent graph of as many edges as fit, held_every_edge()
-// says no and grows the storage, and the step run again holds every edge.
+// says no and grows the storage with twice the spare fraction, and the step run again holds
+// every edge.
 TEST(KeptGraph, APaddedGraphThatOverflowsGrowsAndHoldsEveryEdgeOnTheNextStep) {
   const double cutoff = 3.1, skin = 1.0;
   auto s = make_system(40, 8.0, 19);
@@ -437,6 +438,7 @@ TEST(KeptGraph, APaddedGraphThatOverflowsGrowsAndHoldsEveryEdgeOnTheNextStep) {
   kept.step(d2.x);
   ASSERT_TRUE(kept.held_every_edge());
   EXPECT_EQ(kept.allocations(), 2);
+  EXPECT_DOUBLE_EQ(kept.spare_fraction(), 0.02) << "doubled after the overflow";
   EXPECT_GT(kept.capacity(), int(ref.size()));
   const HostStepGraph h = read_step_graph(kept.graph(), cutoff);
   ASSERT_EQ(h.live.size(), ref.size());
