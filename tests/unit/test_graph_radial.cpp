@@ -448,6 +448,64 @@ TEST(KeptGraph, APaddedGraphThatOverflowsGrowsAndHoldsEveryEdgeOnTheNextStep) {
   }
 }
 
+// Padded, across rebuilds: the same nodes and about the same edges keep the storage (a capture
+// stays valid); far fewer edges (the pairs of half the atoms) shrink it; another node count
+// gets new node-sized views. Each rebuild's graph holds exactly the edges within the cutoff.
+TEST(KeptGraph, RebuildsKeepTheStorageWhileTheGraphFitsAndResizeWhenItDoesNot) {
+  const double cutoff = 3.1, skin = 0.5;
+  const HostSystem s = make_system(80, 9.0, 23);
+  KeptGraph kept(0.05);
+  auto rebuild = [&](const HostSystem& sys) {
+    const auto d = upload<Exec>(sys);
+    const int N = int(sys.x.size());
+    const auto species = kk::View1<int, Exec>("species", N);
+    kept.rebuild(kk::PairList<Exec>{d.i, d.j, d.shift, false}, d.x, species, N, cutoff + skin, cutoff);
+    EXPECT_TRUE(kept.held_every_edge());
+    const auto ref = reference_edges(sys, cutoff, false);
+    const HostStepGraph h = read_step_graph(kept.graph(), cutoff);
+    EXPECT_EQ(h.live.size(), ref.size());
+    for (std::size_t e = 0; e < std::min(h.live.size(), ref.size()); ++e) {
+      EXPECT_EQ(h.live[e].recv, ref[e].recv) << e;
+      EXPECT_EQ(h.live[e].send, ref[e].send) << e;
+    }
+  };
+  rebuild(s);
+  const int* recv_address = kept.graph().edges.recv.data();
+  const int* offsets_address = kept.graph().edges.recv_offsets.data();
+  const int capacity = kept.capacity();
+  rebuild(s);  // a neighbour-list rebuild with the same atoms
+  EXPECT_EQ(kept.capacity(), capacity);
+  EXPECT_EQ(kept.graph().edges.recv.data(), recv_address);
+  EXPECT_EQ(kept.graph().edges.recv_offsets.data(), offsets_address);
+  EXPECT_EQ(kept.allocations(), 1);
+
+  HostSystem fewer = s;  // the same 80 nodes, only the pairs among the first 40 atoms
+  fewer.pairs = {};
+  for (std::size_t p = 0; p < s.pairs.i.size(); ++p)
+    if (s.pairs.i[p] < 40 && s.pairs.j[p] < 40) {
+      fewer.pairs.i.push_back(s.pairs.i[p]);
+      fewer.pairs.j.push_back(s.pairs.j[p]);
+      fewer.pairs.shift.push_back(s.pairs.shift[p]);
+    }
+  rebuild(fewer);
+  EXPECT_LT(kept.capacity(), capacity / 2) << "shrunk to the fewer edges";
+  EXPECT_EQ(kept.graph().edges.recv_offsets.data(), offsets_address) << "same nodes: same node-sized views";
+  EXPECT_EQ(kept.allocations(), 2);
+
+  HostSystem smaller;  // 60 nodes: new node-sized views
+  smaller.x.assign(s.x.begin(), s.x.begin() + 60);
+  for (std::size_t p = 0; p < s.pairs.i.size(); ++p)
+    if (s.pairs.i[p] < 60 && s.pairs.j[p] < 60) {
+      smaller.pairs.i.push_back(s.pairs.i[p]);
+      smaller.pairs.j.push_back(s.pairs.j[p]);
+      smaller.pairs.shift.push_back(s.pairs.shift[p]);
+    }
+  rebuild(smaller);
+  EXPECT_EQ(kept.graph().edges.n_nodes, 60);
+  EXPECT_NE(kept.graph().edges.recv_offsets.data(), offsets_address);
+  EXPECT_EQ(kept.allocations(), 3);
+}
+
 // ---- radial -------------------------------------------------------------------------------
 
 // Plain reference of doc/model.md step 2, written from the formula.
