@@ -448,6 +448,18 @@ TEST(KeptGraph, APaddedGraphThatOverflowsGrowsAndHoldsEveryEdgeOnTheNextStep) {
   }
 }
 
+// The pairs whose two atoms are both among the first n.
+HostPairs pairs_among(const HostPairs& all, int n) {
+  HostPairs out;
+  for (std::size_t p = 0; p < all.i.size(); ++p)
+    if (all.i[p] < n && all.j[p] < n) {
+      out.i.push_back(all.i[p]);
+      out.j.push_back(all.j[p]);
+      out.shift.push_back(all.shift[p]);
+    }
+  return out;
+}
+
 // Padded, across rebuilds: the same nodes and about the same edges keep the storage (a capture
 // stays valid); far fewer edges (the pairs of half the atoms) shrink it; another node count
 // gets new node-sized views. Each rebuild's graph holds exactly the edges within the cutoff.
@@ -480,13 +492,7 @@ TEST(KeptGraph, RebuildsKeepTheStorageWhileTheGraphFitsAndResizeWhenItDoesNot) {
   EXPECT_EQ(kept.allocations(), 1);
 
   HostSystem fewer = s;  // the same 80 nodes, only the pairs among the first 40 atoms
-  fewer.pairs = {};
-  for (std::size_t p = 0; p < s.pairs.i.size(); ++p)
-    if (s.pairs.i[p] < 40 && s.pairs.j[p] < 40) {
-      fewer.pairs.i.push_back(s.pairs.i[p]);
-      fewer.pairs.j.push_back(s.pairs.j[p]);
-      fewer.pairs.shift.push_back(s.pairs.shift[p]);
-    }
+  fewer.pairs = pairs_among(s.pairs, 40);
   rebuild(fewer);
   EXPECT_LT(kept.capacity(), capacity / 2) << "shrunk to the fewer edges";
   EXPECT_EQ(kept.graph().edges.recv_offsets.data(), offsets_address) << "same nodes: same node-sized views";
@@ -494,12 +500,7 @@ TEST(KeptGraph, RebuildsKeepTheStorageWhileTheGraphFitsAndResizeWhenItDoesNot) {
 
   HostSystem smaller;  // 60 nodes: new node-sized views
   smaller.x.assign(s.x.begin(), s.x.begin() + 60);
-  for (std::size_t p = 0; p < s.pairs.i.size(); ++p)
-    if (s.pairs.i[p] < 60 && s.pairs.j[p] < 60) {
-      smaller.pairs.i.push_back(s.pairs.i[p]);
-      smaller.pairs.j.push_back(s.pairs.j[p]);
-      smaller.pairs.shift.push_back(s.pairs.shift[p]);
-    }
+  smaller.pairs = pairs_among(s.pairs, 60);
   rebuild(smaller);
   EXPECT_EQ(kept.graph().edges.n_nodes, 60);
   EXPECT_NE(kept.graph().edges.recv_offsets.data(), offsets_address);
