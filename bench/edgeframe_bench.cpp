@@ -7,7 +7,7 @@
 // LibTorch (GEMMs, activations, autograd bookkeeping).
 //
 //   edgeframe_bench [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32|bf16|tf32x3]
-//                   [--activations auto|keep|recompute [--edge-chunk N]] [--memory-budget GB]
+//                   [--activations auto|keep|recompute|stream [--edge-chunk N]] [--memory-budget GB]
 //                   [--forces-out PREFIX] [--torch-profile [--trace FILE]] [--memory-profile]
 // The step time is measured twice: without fences (what a run sees) and with a fence around each
 // kernel (the per-kernel split). --forces-out writes PREFIX.<shape>.<cells> (raw doubles [N, 3]).
@@ -23,8 +23,8 @@
 // forces as raw little-endian doubles [N, 3]. The case file is written by tools/gate.py.
 // --cuda-graph: EvaluatorOptions::cuda_graph (the first warm-up step runs eagerly, the second
 // is captured, every later step is a replay; the JSON counts captures and replays).
-// --activations: EvaluatorOptions::activations, auto (the default) | keep | recompute (--recompute
-// is recompute); --memory-budget GB (1e9 bytes): auto's budget (default: the device's free memory).
+// --activations: EvaluatorOptions::activations, auto (the default) | keep | recompute | stream
+// (model v2; --recompute is recompute); --memory-budget GB (1e9 bytes): auto's budget (default: the device's free memory).
 // The JSON names the plan the step ran with and the memory model's predicted peak.
 // --torch-profile in case mode: after the RESULT line, the fenced split of the Kokkos kernels by
 // label and the torch profile; --memory-profile: the memory profile (both as above).
@@ -505,14 +505,15 @@ int main(int argc, char** argv) {
         p = q == std::string::npos ? list.size() : q + 1;
       }
     } else if (arg != "--kokkos-num-threads" && arg.rfind("--kokkos", 0) != 0) {
-      std::fprintf(stderr,
-                   "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32|bf16|tf32x3] "
-                   "[--activations auto|keep|recompute [--edge-chunk N]] [--memory-budget GB] [--forces-out PREFIX] "
-                   "[--torch-profile [--trace FILE]] [--memory-profile]\n"
-                   "       %s --case FILE --potential FILE [--precision P] [--activations A] [--memory-budget GB] "
-                   "[--cuda-graph] [--reps N] [--warmup N] [--forces-out FILE] [--torch-profile [--trace FILE]] "
-                   "[--memory-profile]\n",
-                   argv[0], argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--shape L2|L3|all] [--cells 4,6,8] [--reps N] [--precision fp64|fp32|tf32|bf16|tf32x3] "
+          "[--activations auto|keep|recompute|stream [--edge-chunk N]] [--memory-budget GB] [--forces-out PREFIX] "
+          "[--torch-profile [--trace FILE]] [--memory-profile]\n"
+          "       %s --case FILE --potential FILE [--precision P] [--activations A] [--memory-budget GB] "
+          "[--cuda-graph] [--reps N] [--warmup N] [--forces-out FILE] [--torch-profile [--trace FILE]] "
+          "[--memory-profile]\n",
+          argv[0], argv[0]);
       return 2;
     }
   }
@@ -524,21 +525,24 @@ int main(int argc, char** argv) {
   const Precision prec = parse_precision(precision);
   EvaluatorOptions options;
   options.precision = prec;
-  // --activations auto|keep|recompute (--recompute: recompute): EvaluatorOptions::activations;
-  // --edge-chunk N: recompute in chunks of N edges; --memory-budget GB (1e9 bytes): auto's budget.
+  // --activations auto|keep|recompute|stream (--recompute: recompute): EvaluatorOptions::activations;
+  // --edge-chunk N: recompute or stream in chunks of N edges; --memory-budget GB (1e9 bytes): auto's budget.
   if (activations == "auto")
     options.activations = EvaluatorOptions::Activations::automatic;
   else if (activations == "keep")
     options.activations = EvaluatorOptions::Activations::keep;
   else if (activations == "recompute")
     options.activations = EvaluatorOptions::Activations::recompute;
+  else if (activations == "stream")
+    options.activations = EvaluatorOptions::Activations::stream;
   else {
-    std::fprintf(stderr, "edgeframe_bench: unknown --activations '%s' (valid: auto, keep, recompute)\n",
+    std::fprintf(stderr, "edgeframe_bench: unknown --activations '%s' (valid: auto, keep, recompute, stream)\n",
                  activations.c_str());
     return 2;
   }
-  if (edge_chunk > 0 && activations != "recompute") {
-    std::fprintf(stderr, "edgeframe_bench: --edge-chunk needs --activations recompute (auto sizes its own chunks)\n");
+  if (edge_chunk > 0 && activations != "recompute" && activations != "stream") {
+    std::fprintf(stderr,
+                 "edgeframe_bench: --edge-chunk needs --activations recompute or stream (auto sizes its own chunks)\n");
     return 2;
   }
   options.edge_chunk = edge_chunk;

@@ -432,6 +432,9 @@ Evaluator::Evaluator(const Potential& potential, EvaluatorOptions options) {
   require_precision_available(options.precision);
   // Model v2 (format_version 2) runs on its own implementation (model_v2.hpp); v1 stays here
   // until the shipped potentials are v2 (issue 25).
+  if (options.activations == EvaluatorOptions::Activations::stream && potential.format_version != kFormatVersionV2)
+    throw InputError("potential " + potential.path +
+                     ": activations stream is for model v2 potentials (this one is model v1; use recompute)");
   if (potential.format_version == kFormatVersionV2) {
     options.poison_scratch = options.poison_scratch || debug_poison_scratch();
     m_v2 = std::make_unique<impl::ModelV2>(potential, options);
@@ -667,10 +670,12 @@ ActivationPlan impl::choose_activation_plan(const MemoryModel& model, EvaluatorO
   if (activations == EvaluatorOptions::Activations::automatic)
     return plan_activations(model, E, N, memory_budget_now(budget_option));
   ActivationPlan plan;
-  const bool all = activations == EvaluatorOptions::Activations::recompute;
+  plan.stream = activations == EvaluatorOptions::Activations::stream;
+  const bool all = plan.stream || activations == EvaluatorOptions::Activations::recompute;
   plan.recompute.assign(layers, all ? 1 : 0);
   plan.edge_chunk = all ? edge_chunk : 0;
-  plan.predicted_bytes = predicted_peak(model, E, N, plan.recompute, plan.edge_chunk);
+  plan.predicted_bytes = plan.stream ? predicted_stream_peak(model, E, N, plan.edge_chunk)
+                                     : predicted_peak(model, E, N, plan.recompute, plan.edge_chunk);
   return plan;
 }
 

@@ -108,11 +108,15 @@ struct EvaluatorOptions {
   // edges at once): peak memory then holds one chunk's activations instead of all layers' over
   // all edges, for one more forward pass of the edge parts. automatic (the default): keep all
   // while the estimated peak of the step fits memory_budget, else recompute the fewest layers
-  // that make it fit, else all of them in chunks sized to fit (memory_plan.hpp), chosen again
-  // for every new graph. Same results to rounding in every mode.
-  enum class Activations { automatic, keep, recompute };
+  // that make it fit, else all of them in chunks sized to fit, else (model v2) stream, chosen
+  // again for every new graph (memory_plan.hpp). stream (model v2 only): as recompute, and the
+  // edge geometry (Wigner band, envelope, Gaussians) and the edge-degree embedding run per chunk
+  // too, and each layer keeps only its two node inputs (impl::streamed_edges): a few numbers per
+  // edge and per node stay through the step, so that the largest systems fit. Same results to
+  // rounding in every mode.
+  enum class Activations { automatic, keep, recompute, stream };
   Activations activations = Activations::automatic;
-  int edge_chunk = 0;  // recompute only (automatic sizes its own chunks)
+  int edge_chunk = 0;  // recompute and stream only (automatic sizes its own chunks)
   // Bytes the step may use (torch's allocations and the Kokkos workspace), for automatic.
   // 0: on CUDA the device's free memory when a plan is made (with what torch's allocator holds
   // unused) less 10 %; on host backends no limit (keep all).

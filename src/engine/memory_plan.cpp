@@ -11,6 +11,7 @@ bool ActivationPlan::any_recomputed() const {
 std::string ActivationPlan::describe() const {
   if (!any_recomputed()) return "keep";
   const std::string chunks = edge_chunk > 0 ? " in edge chunks of " + std::to_string(edge_chunk) : "";
+  if (stream) return "stream all layers" + chunks;
   if (std::all_of(recompute.begin(), recompute.end(), [](char r) { return r != 0; }))
     return "recompute all layers" + chunks;
   std::string layers;
@@ -32,6 +33,25 @@ double predicted_peak(const MemoryModel& m, std::int64_t n_edges, std::int64_t n
   peak = std::max(peak, E * below);
   return m.margin * (E * m.persistent_per_edge + double(n_nodes) * m.per_node + peak);
 }
+
+double predicted_stream_peak(const MemoryModel& m, std::int64_t n_edges, std::int64_t n_nodes, int edge_chunk) {
+  const double E = double(n_edges);
+  const double chunk = edge_chunk > 0 ? std::min(E, double(edge_chunk)) : E;
+  return m.margin * (E * m.stream_per_edge + double(n_nodes) * m.stream_per_node + chunk * m.stream_chunk_per_edge);
+}
+
+namespace {
+
+// Chunks as large as the budget allows over a fixed part, clamped to [kMinEdgeChunk, E]
+// (0: one chunk of all edges).
+int chunk_for(double budget, double fixed, double per_chunk_edge, double margin, std::int64_t n_edges) {
+  const double chunk = per_chunk_edge > 0 ? (budget - fixed) / (margin * per_chunk_edge) : double(n_edges);
+  const double smallest = std::min<double>(kMinEdgeChunk, double(n_edges));
+  const double edges = std::clamp(chunk, smallest, double(n_edges));
+  return edges < double(n_edges) ? int(edges) : 0;
+}
+
+}  // namespace
 
 ActivationPlan plan_activations(const MemoryModel& m, std::int64_t n_edges, std::int64_t n_nodes, double budget) {
   const std::size_t layers = m.kept_per_edge.size();
@@ -59,13 +79,19 @@ ActivationPlan plan_activations(const MemoryModel& m, std::int64_t n_edges, std:
   // every layer recomputed the peak is fixed + chunk max_t backward_t), never below kMinEdgeChunk.
   const double heaviest = *std::max_element(m.backward_per_edge.begin(), m.backward_per_edge.end());
   const double fixed = m.margin * (double(n_edges) * m.persistent_per_edge + double(n_nodes) * m.per_node);
-  const double chunk = heaviest > 0 ? (budget - fixed) / (m.margin * heaviest) : double(n_edges);
-  const double smallest = std::min<double>(kMinEdgeChunk, double(n_edges));
-  const double edges = std::clamp(chunk, smallest, double(n_edges));
-  plan.edge_chunk = edges < double(n_edges) ? int(edges) : 0;  // 0: one chunk, all edges
+  plan.edge_chunk = chunk_for(budget, fixed, heaviest, m.margin, n_edges);
   plan.predicted_bytes = predicted_peak(m, n_edges, n_nodes, plan.recompute, plan.edge_chunk);
   plan.fits = plan.predicted_bytes <= budget;
-  return plan;
+  if (plan.fits || !m.has_stream()) return plan;
+  // Still over: stream, whose fixed part holds a few numbers per edge instead of the geometry
+  // and each layer's node activations; taken when it fits or at least needs less.
+  ActivationPlan streamed = plan;
+  streamed.stream = true;
+  const double stream_fixed = m.margin * (double(n_edges) * m.stream_per_edge + double(n_nodes) * m.stream_per_node);
+  streamed.edge_chunk = chunk_for(budget, stream_fixed, m.stream_chunk_per_edge, m.margin, n_edges);
+  streamed.predicted_bytes = predicted_stream_peak(m, n_edges, n_nodes, streamed.edge_chunk);
+  streamed.fits = streamed.predicted_bytes <= budget;
+  return streamed.predicted_bytes < plan.predicted_bytes ? streamed : plan;
 }
 
 }  // namespace edgeframe

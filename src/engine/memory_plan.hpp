@@ -23,6 +23,12 @@ struct MemoryModel {
   std::vector<double> kept_per_edge, backward_per_edge;
   double persistent_per_edge = 0;  // held through the step: geometry, band, graph, Kokkos workspace
   double per_node = 0;             // node features and the node parts' activations, all layers
+  // The stream plan (model v2 only; 0 where a model family has none): held through the step
+  // per edge (edge vectors and their gradients) and per node (each layer's two inputs and one
+  // layer's node activations and chunk sums while its backward runs), and per edge of the one
+  // chunk that runs (its geometry, Gaussians and the heaviest edge part's backward).
+  double stream_per_edge = 0, stream_per_node = 0, stream_chunk_per_edge = 0;
+  bool has_stream() const { return stream_chunk_per_edge > 0; }
   // Applied to the count: the H200's measured peaks (torch + workspace) lay 1-2 % above it
   // (doc/engine.md "Activations and the memory budget"); the rest is room for what it misses.
   double margin = 1.1;
@@ -31,10 +37,13 @@ struct MemoryModel {
 struct ActivationPlan {
   std::vector<char> recompute;  // [layers] 1: the layer's edge part runs again in the backward pass
   int edge_chunk = 0;           // edges per recomputed chunk, 0: all edges at once
+  // Every layer streamed (model v2): the edge geometry too runs per chunk, forward and again in
+  // the backward pass, and each layer keeps only its node inputs (recompute is all ones).
+  bool stream = false;
   double predicted_bytes = 0;   // the model's peak for this plan
   bool fits = true;             // predicted_bytes <= budget (false: the smallest plan tried, over it)
   bool any_recomputed() const;
-  std::string describe() const;  // e.g. "keep", "recompute layers 1,2", "recompute all in chunks of 262144 edges"
+  std::string describe() const;  // e.g. "keep", "recompute layers 1,2", "stream all layers in edge chunks of 262144"
 };
 
 // Bytes per edge of the Kokkos workspace's edge slots (workspace.hpp; both model families): edge
@@ -54,7 +63,12 @@ inline double workspace_bytes_per_edge(double band_size, double value_bytes, int
 double predicted_peak(const MemoryModel& m, std::int64_t n_edges, std::int64_t n_nodes,
                       const std::vector<char>& recompute, int edge_chunk);
 
-// The plan for a step of n_edges / n_nodes under budget bytes (<= 0: no limit, keep all).
+// The stream plan's peak: E stream_per_edge + N stream_per_node + chunk stream_chunk_per_edge.
+double predicted_stream_peak(const MemoryModel& m, std::int64_t n_edges, std::int64_t n_nodes, int edge_chunk);
+
+// The plan for a step of n_edges / n_nodes under budget bytes (<= 0: no limit, keep all):
+// keep; else the fewest recomputed layers; else every layer recomputed in edge chunks; and where
+// that does not fit and the model has a stream plan, every layer streamed in chunks sized to fit.
 // Chunks are never smaller than kMinEdgeChunk edges: below that the plan is returned with
 // fits = false, and the caller says so (a step that does not fit would fail in an allocation).
 inline constexpr int kMinEdgeChunk = 4096;

@@ -13,6 +13,7 @@
 #include "errors.hpp"
 #include "forces.hpp"
 #include "runtime.hpp"
+#include "streamed_edges.hpp"
 
 namespace edgeframe::impl {
 
@@ -275,6 +276,39 @@ Tensor ModelV2::feed_forward(const Layer& lw, const Tensor& n) const {
   return torch::cat(out, 1);
 }
 
+// h + the feed-forward of its normalised rows, on rows 0..n_live only (exchange mode: the ghost
+// rows n_live.. are overwritten by the next layer's exchange and carry no energy).
+Tensor ModelV2::with_feed_forward(const Layer& lw, const Tensor& h, int n_live) const {
+  const auto N = h.size(0);
+  if (n_live >= N) return h + feed_forward(lw, rms_norm_sh(h, lw.norm2_w, lw.norm2_b));
+  const Tensor live = h.narrow(0, 0, n_live);
+  return torch::cat(
+      {live + feed_forward(lw, rms_norm_sh(live, lw.norm2_w, lw.norm2_b)), h.narrow(0, n_live, N - n_live)}, 0);
+}
+
+// Gaussian basis of r on [0, r_cut] (fairchem GaussianSmearing: no envelope, no 1/r).
+Tensor ModelV2::gaussian_basis(const Tensor& vec) const {
+  const ModelConfigV2& cfg = m_cfg;
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(vec.device());
+  const Tensor r = vec.norm(2, 1).to(m_dtype);
+  const Tensor centres = torch::linspace(0.0, cfg.r_cut, cfg.num_gaussians, opts).to(m_dtype);
+  const double width = cfg.gaussian_width * cfg.r_cut / (cfg.num_gaussians - 1);
+  const Tensor d = r.unsqueeze(1) - centres.unsqueeze(0);
+  return torch::exp(d * d * (-0.5 / (width * width)));
+}
+
+// The edge-degree embedding's sum into the nodes [N, D, C] over the edges of step context s:
+// m = 0 coefficients of every degree from a radial MLP, unrotated.
+Tensor ModelV2::edge_degree(StepContext& s, const Tensor& band, const Tensor& env, const Tensor& gauss,
+                            const Tensor& z_send, const Tensor& z_recv) const {
+  const int L = m_cfg.lmax;
+  const Tensor a = radial_hidden(m_degree_radial, gauss, z_send, z_recv);
+  const Tensor rad =
+      gemm_linear(a, m_degree_radial.w2, m_degree_radial.b2).view({band.size(0), L + 1, m_cfg.channels}) /
+      m_cfg.edge_degree_rescale;
+  return unrotate_aggregate(rad, m0_band(band, L, m_cfg.mmax), env, s, BandPart{L, 0});
+}
+
 // fairchem balance_channels: the balanced l = 0 channels are shifted so that their sum over ALL
 // atoms is the charge (spin channels: spin - 1); the sum runs over the owned rows of every rank.
 Tensor ModelV2::balance(const Tensor& h, int n_owned, GlobalReduce* reduce) const {
@@ -327,6 +361,20 @@ MemoryModel ModelV2::memory_model() const {
   // Node features and what rms_norm_sh, the FFN and the sums keep, per layer: about 6 [D, C]
   // rows and the FFN's hidden [D, H] twice.
   m.per_node = vb * cfg.layers * double(D) * (6.0 * C + 2.0 * H) + 1.125 * (1 + 3 + 9) * 8.0;
+  // Stream (streamed_edges.hpp). Per edge through the step: the edge vectors in the workspace,
+  // dE/dr_e there at the end, the gradient each layer returns and autograd's sum of them
+  // (doubles), the int32 table rows. Per node: each layer's input and its input to the
+  // feed-forward (2 [D, C] per layer), and while a layer's backward runs its node part's
+  // activations (as per_node's per layer) and the chunk pass's node-sized tensors (the prepared
+  // features, a chunk's sum, its gradient and their running sum, the incoming gradient: 6 [D, C]).
+  // Per edge of the running chunk: its workspace slots, geometry tensors and Gaussians as in
+  // persistent_per_edge, and the heaviest of the layers' backward and the edge-degree part.
+  m.stream_per_edge = 4.0 * 3.0 * 8.0 + 1.125 * 2.0 * 3.0 * 8.0 + 2 * 4.0;
+  m.stream_per_node =
+      vb * double(D) * (2.0 * C * cfg.layers + (6.0 * C + 2.0 * H) + 6.0 * C) + 1.125 * (1 + 3 + 9) * 8.0;
+  const double heaviest = *std::max_element(m.backward_per_edge.begin(), m.backward_per_edge.end());
+  m.stream_chunk_per_edge =
+      vb * (3.0 * band + 2.0 * D + gaussians) + workspace_per_edge + std::max(heaviest, vb * edge_degree);
   return m;
 }
 
@@ -346,10 +394,11 @@ Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec>
   if (!m_system_set)
     throw InputError("model v2: the system inputs (task, charge, spin, composition) are not set (set_system)");
   // A graphed step has no timers (they fence), no exchange and no global reduction (both call
-  // MPI from the host between layers), no recomputation (its backward runs host code between
-  // layers) and no roll (tests).
+  // MPI from the host between layers), no recomputation and no streaming (host code between the
+  // layers or the chunks) and no roll (tests).
   const bool grad = what.forces || what.virial || what.atom_virial;
-  const bool recomputes = grad && plan_for(graph.edges.n_edges, graph.edges.n_nodes).any_recomputed();
+  const ActivationPlan& plan = plan_for(graph.edges.n_edges, graph.edges.n_nodes);
+  const bool recomputes = (grad && plan.any_recomputed()) || plan.stream;
   const bool reduces = what.reduce && balanced_ranges() > 0;
   const bool graphed =
       m_cuda_graph && !what.times && !what.exchange && !reduces && !recomputes && what.roll.extent(0) == 0;
@@ -395,15 +444,27 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
 #endif
   const bool grad = what.forces || what.virial || what.atom_virial;
   const Tensor vec_t = bridge::tensor_of(vec, {E, 3}).requires_grad_(grad);
-  const auto geo = edge_geometry(vec_t, step);
-  const Tensor &band = geo[0], &env = geo[2];
-  // Gaussian basis of r on [0, r_cut] (fairchem GaussianSmearing: no envelope, no 1/r).
   const auto opts = torch::TensorOptions().dtype(m_dtype).device(bridge::device());
-  const Tensor r = vec_t.norm(2, 1).to(m_dtype);
-  const Tensor centres = torch::linspace(0.0, cfg.r_cut, cfg.num_gaussians, opts.dtype(torch::kFloat64)).to(m_dtype);
-  const double width = cfg.gaussian_width * cfg.r_cut / (cfg.num_gaussians - 1);
-  const Tensor d = r.unsqueeze(1) - centres.unsqueeze(0);
-  const Tensor gauss = torch::exp(d * d * (-0.5 / (width * width)));
+  // The plan's edge chunks (compute() made it for this graph): receiver ranges, each with a graph
+  // and step context of its own; 0: one chunk. Deques: the autograd functions keep the contexts'
+  // and functions' addresses until the backward pass.
+  const ActivationPlan& plan = m_plan;
+  const bool stream = E > 0 && plan.stream;
+  const bool recompute = !stream && grad && E > 0 && plan.any_recomputed();
+  std::deque<StepContext> chunk_steps;
+  std::vector<std::pair<int, int>> chunk_edges;
+  if (recompute || stream) m_chunks.step_contexts(exec, step, plan.edge_chunk, chunk_steps, chunk_edges);
+  if (stream && step.roll.extent(0) > 0)  // streamed chunks compute their own geometry
+    for (std::size_t k = 0; k < chunk_steps.size(); ++k)
+      chunk_steps[k].roll = Kokkos::subview(step.roll, chunk_edges[k]);
+  // Stream: no geometry of the whole graph; each chunk makes its own (edge_geometry on its rows).
+  Tensor band, env, gauss;
+  if (!stream) {
+    const auto geo = edge_geometry(vec_t, step);
+    band = geo[0];
+    env = geo[2];
+    gauss = gaussian_basis(vec_t);
+  }
 
   // int32 throughout: layer_norm_silu takes int32 table rows, index_select int32 indices.
   const Tensor z = bridge::tensor_of(graph.species, {N}) + 1;  // species index = Z - 1
@@ -411,13 +472,30 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
   const Tensor z_send = z.index_select(0, bridge::tensor_of(g.send, {E}));
   const int D = (L + 1) * (L + 1);
 
+  // Stream: a chunk's geometry from its edge vectors (rows [e0, e1) of vec_t); its table rows.
+  struct ChunkInputs {
+    Tensor band, env, gauss, z_send, z_recv;
+  };
+  auto chunk_inputs = [&](const Tensor& vec_chunk, int k) {
+    const auto [e0, e1] = chunk_edges[k];
+    const auto geo = edge_geometry(vec_chunk, chunk_steps[k]);
+    return ChunkInputs{geo[0], geo[2], gaussian_basis(vec_chunk), z_send.narrow(0, e0, e1 - e0),
+                       z_recv.narrow(0, e0, e1 - e0)};
+  };
+  std::deque<StreamedEdges> streamed;
+
   const Tensor h0 = m_atom_embedding.index_select(0, z) + m_system_embedding;
   Tensor h = torch::cat({h0.unsqueeze(1), torch::zeros({N, D - 1, C}, opts)}, 1);
-  {  // edge-degree embedding: m = 0 coefficients of every degree from a radial MLP, unrotated
-    const Tensor a = radial_hidden(m_degree_radial, gauss, z_send, z_recv);
-    const Tensor rad =
-        gemm_linear(a, m_degree_radial.w2, m_degree_radial.b2).view({E, L + 1, C}) / cfg.edge_degree_rescale;
-    h = h + unrotate_aggregate(rad, m0_band(band, L, M), env, step, BandPart{L, 0});
+  if (stream) {
+    StreamedEdges& parts = streamed.emplace_back();
+    parts.chunk = [&](const Tensor&, const Tensor& vec_chunk, int k) {
+      const ChunkInputs in = chunk_inputs(vec_chunk, k);
+      return edge_degree(chunk_steps[k], in.band, in.env, in.gauss, in.z_send, in.z_recv);
+    };
+    parts.ranges = chunk_edges;
+    h = h + streamed_edges(parts, Tensor(), vec_t);
+  } else {
+    h = h + edge_degree(step, band, env, gauss, z_send, z_recv);
   }
   const int rows = kk::band_rows(L, M);
   // A layer's edge part, n -> aggregated messages, over the edges of step context s (the whole
@@ -439,17 +517,11 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
       return unrotate_aggregate(w, bb, ee, s);
     };
   };
-  // The plan's recomputed layers (compute() made it for this graph): their edge parts keep only
-  // their inputs and run again in the backward pass (recomputed_layer), in chunks of at most
-  // plan.edge_chunk edges (receiver ranges, each with a graph and step context of its own; 0:
-  // one chunk). Deques: recomputed_layer keeps each function's and context's address until the
-  // backward pass.
-  const ActivationPlan& plan = m_plan;
-  const bool recompute = grad && E > 0 && plan.any_recomputed();
-  std::deque<StepContext> chunk_steps;
-  std::vector<std::pair<int, int>> chunk_edges;
-  if (recompute) m_chunks.step_contexts(exec, step, plan.edge_chunk, chunk_steps, chunk_edges);
+  // The plan's recomputed layers: their edge parts keep only their inputs and run again in the
+  // backward pass (recomputed_layer), chunk by chunk. Streamed layers (all of them, plan.stream)
+  // keep only their input and their feed-forward's input (streamed_edges, checkpointed).
   std::deque<LayerFn> edge_parts;
+  std::deque<std::function<Tensor(const Tensor&)>> node_parts;
   // Rows n_live.. (exchange mode: ghosts) are overwritten by the next layer's exchange and carry
   // no energy: their feed-forward is dead work, so they leave each layer with its messages only.
   const int n_live = step.exchange ? graph.n_local : N;
@@ -458,6 +530,21 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
     // Exchange mode: ghost rows come from their owners before every layer (layer 0 too: the
     // edge-degree embedding of a ghost sums over edges this rank does not hold).
     if (step.exchange) h = node_exchange(h, step);
+    if (stream) {
+      StreamedEdges& parts = streamed.emplace_back();
+      parts.prepare = [this, t](const Tensor& x) { return rms_norm_sh(x, m_layers[t].norm1_w, m_layers[t].norm1_b); };
+      parts.chunk = [&, t](const Tensor& n, const Tensor& vec_chunk, int k) {
+        const ChunkInputs in = chunk_inputs(vec_chunk, k);
+        return edge_part(t, chunk_steps[k], in.z_send, in.z_recv)(n, in.band, in.gauss, in.env);
+      };
+      parts.ranges = chunk_edges;
+      parts.recomputed = &m_layers_recomputed;
+      h = h + streamed_edges(parts, h, vec_t);
+      node_parts.push_back([this, t, n_live](const Tensor& x) { return with_feed_forward(m_layers[t], x, n_live); });
+      h = grad ? checkpointed(node_parts.back(), h) : node_parts.back()(h);
+      h = balance(h, graph.n_local, what.reduce);
+      continue;
+    }
     const Tensor n = rms_norm_sh(h, lw.norm1_w, lw.norm1_b);
     Tensor messages;
     if (!recompute || !plan.recompute[t]) {
@@ -473,14 +560,7 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
         messages = messages.defined() ? messages + part : part;
       }
     }
-    h = h + messages;
-    if (n_live < N) {
-      const Tensor live = h.narrow(0, 0, n_live);
-      h = torch::cat(
-          {live + feed_forward(lw, rms_norm_sh(live, lw.norm2_w, lw.norm2_b)), h.narrow(0, n_live, N - n_live)}, 0);
-    } else {
-      h = h + feed_forward(lw, rms_norm_sh(h, lw.norm2_w, lw.norm2_b));
-    }
+    h = with_feed_forward(lw, h + messages, n_live);
     h = balance(h, graph.n_local, what.reduce);
   }
   Tensor f = rms_norm_sh(h.narrow(0, 0, n_live), m_final_w, m_final_b).select(1, 0);

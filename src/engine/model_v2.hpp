@@ -31,7 +31,7 @@ class ModelV2 {
   Precision precision() const { return m_precision; }
   const Workspace& workspace() const { return m_workspace; }
   long layers_recomputed() const { return m_layers_recomputed; }    // edge parts run again (recomputed layers)
-  const ActivationPlan& activation_plan() const { return m_plan; }  // of the last step with forces
+  const ActivationPlan& activation_plan() const { return m_plan; }  // of the last step
   MemoryModel memory_model() const;
   long edge_chunk_builds() const { return m_chunks.builds(); }
   long cuda_graph_captures() const { return m_graphed.captures(); }
@@ -56,6 +56,10 @@ class ModelV2 {
                               const torch::Tensor& z_recv) const;
   torch::Tensor rms_norm_sh(const torch::Tensor& h, const torch::Tensor& w, const torch::Tensor& b) const;
   torch::Tensor feed_forward(const Layer& lw, const torch::Tensor& n) const;
+  torch::Tensor with_feed_forward(const Layer& lw, const torch::Tensor& h, int n_live) const;
+  torch::Tensor gaussian_basis(const torch::Tensor& vec) const;
+  torch::Tensor edge_degree(StepContext& s, const torch::Tensor& band, const torch::Tensor& env,
+                            const torch::Tensor& gauss, const torch::Tensor& z_send, const torch::Tensor& z_recv) const;
   torch::Tensor balance(const torch::Tensor& h, int n_owned, GlobalReduce* reduce) const;
   torch::Tensor charge_spin_embedding(const char* which, int value) const;
   int balanced_ranges() const;  // charge and spin ranges of balance(): 0, 1 or 2

@@ -68,8 +68,9 @@ void PairEdgeframe::settings(int narg, char **arg)
       if (!(m_edge_headroom >= 0.0 && m_edge_headroom <= 1.0))
         error->all(FLERR, "pair_style edgeframe: edge_headroom must be in [0, 1] (got {})", value);
     } else if (key == "activations") {
-      if (value != "auto" && value != "keep" && value != "recompute")
-        error->all(FLERR, "pair_style edgeframe: unknown activations '{}' (valid: auto, keep, recompute)", value);
+      if (value != "auto" && value != "keep" && value != "recompute" && value != "stream")
+        error->all(FLERR, "pair_style edgeframe: unknown activations '{}' (valid: auto, keep, recompute, stream)",
+                   value);
       m_activations = value;
     } else if (key == "memory_budget") {
       m_memory_budget_gb = utils::numeric(FLERR, value, false, lmp);

@@ -149,11 +149,16 @@ void PairEdgeframe::init_engine(bool need_newton)
   if (is_v2() && !m_task.empty() && !m_potential->v2.task(m_task))
     error->all(FLERR, "pair_style edgeframe: task '{}' is not one of the tasks of potential {}: {}", m_task,
                m_potential_file, m_potential->v2.task_names());
-  if (m_edge_chunk > 0 && m_activations != "recompute")
+  if (m_edge_chunk > 0 && m_activations != "recompute" && m_activations != "stream")
     error->all(FLERR,
-               "pair_style edgeframe: edge_chunk {} needs 'activations recompute' (kept activations are never "
-               "chunked; activations auto sizes its own chunks)",
+               "pair_style edgeframe: edge_chunk {} needs 'activations recompute' or 'activations stream' (kept "
+               "activations are never chunked; activations auto sizes its own chunks)",
                m_edge_chunk);
+  if (m_activations == "stream" && !is_v2())
+    error->all(FLERR,
+               "pair_style edgeframe: activations stream is for model v2 potentials; potential {} is a v1 model "
+               "(use activations recompute)",
+               m_potential_file);
   if (m_memory_budget_gb > 0.0 && m_activations != "auto")
     error->all(FLERR, "pair_style edgeframe: memory_budget is for 'activations auto' (activations is {})",
                m_activations);
@@ -223,6 +228,7 @@ edgeframe::EvaluatorOptions PairEdgeframe::evaluator_options() const
   using Activations = edgeframe::EvaluatorOptions::Activations;
   options.activations = m_activations == "keep"        ? Activations::keep
                         : m_activations == "recompute" ? Activations::recompute
+                        : m_activations == "stream"    ? Activations::stream
                                                        : Activations::automatic;
   options.edge_chunk = m_edge_chunk;
   options.memory_budget = m_memory_budget_gb * 1e9;

@@ -329,16 +329,22 @@ def test_graph_per_rebuild_equals_fairchem(lammps, tmp_path, cases, name, nprocs
     assert "edgeframe: graph per_rebuild: candidate pairs within r_cut + skin" in output
 
 
-@pytest.mark.parametrize("name,nprocs,style", [("diamond", 1, ""), ("mgo", 2, " ghost_mode exchange")])
-def test_recompute_in_edge_chunks_equals_fairchem(lammps, tmp_path, cases, name, nprocs, style):
+@pytest.mark.parametrize("mode,name,nprocs,style,args", [("recompute", "diamond", 1, "", ()),
+                                                         ("recompute", "mgo", 2, " ghost_mode exchange", ()),
+                                                         ("stream", "diamond", 1, "", ()),
+                                                         ("stream", "mgo", 2, " ghost_mode exchange", ()),
+                                                         ("stream", "bcc_cu", 1, "", KOKKOS_ARGS)])
+def test_recompute_in_edge_chunks_equals_fairchem(lammps, tmp_path, cases, mode, name, nprocs, style, args):
     # activations recompute with edge_chunk: each layer's edge part runs (forward and again in the
     # backward pass) over receiver ranges of at most 20 edges, the messages summed over them;
-    # fairchem's numbers all the same, and the log counts layers x chunks reruns.
+    # stream: the same, and the edge geometry and the edge-degree embedding are made per chunk
+    # too, the node parts run again. fairchem's numbers all the same (also with the exchange on
+    # two ranks and through edgeframe/kk), and the log counts layers x chunks reruns.
     rec, q, thermo, dump, output = run(lammps, tmp_path, cases, name,
-                                       style=" activations recompute edge_chunk 20" + style, nprocs=nprocs,
-                                       pre="processors 2 1 1" if nprocs == 2 else "")
+                                       style=f" activations {mode} edge_chunk 20" + style, nprocs=nprocs,
+                                       pre="processors 2 1 1" if nprocs == 2 else "", args=args)
     check(rec, q, thermo, dump, per_atom=nprocs == 1)
-    m = re.search(r"edgeframe activations recompute: (\d+) edge parts", output)
+    m = re.search(rf"edgeframe activations {mode}: (\d+) edge parts", output)
     assert m, output[-2000:]
     assert int(m.group(1)) > 2 and int(m.group(1)) % 2 == 0   # 2 layers, several chunks each
 

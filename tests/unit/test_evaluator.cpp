@@ -385,12 +385,14 @@ V2Case carbon_v2_case(const char* golden) {
 // one chunk): both fail this test. The H200 gate compares the two for the full-size models (the
 // bench's JSON: predicted_peak_bytes against peak_bytes).
 // prepare(ev): the system inputs of a v2 model (nothing for v1); chunk: the chunked plan's size.
+// stream: the stream plans too (model v2).
 template <class Prepare>
 void check_memory_model_bounds(const Potential& pot, const DeviceInput& d, int chunk, Prepare&& prepare,
-                               const char* label) {
+                               const char* label, bool stream = false) {
   using A = EvaluatorOptions::Activations;
   for (const Precision p : {Precision::fp64, Precision::fp32}) {
-    const std::pair<A, int> plans[] = {{A::keep, 0}, {A::recompute, 0}, {A::recompute, chunk}};
+    std::vector<std::pair<A, int>> plans = {{A::keep, 0}, {A::recompute, 0}, {A::recompute, chunk}};
+    if (stream) plans.insert(plans.end(), {{A::stream, 0}, {A::stream, chunk}});
     for (const auto& [activations, edge_chunk] : plans) {
       EvaluatorOptions opt;
       opt.precision = p;
@@ -429,21 +431,25 @@ constexpr double kFp32Contract =
 // chunks of a few whole receivers, 1 = one receiver per chunk. The results may differ only
 // where gradients from different layers or chunks are summed in another order, i.e. by
 // rounding. Also with ghost rows (n_local < N), and in fp32 against fp32. prepare(ev): the
-// system inputs of a v2 model; upload_at(x): positions x and a new graph of them.
+// system inputs of a v2 model; upload_at(x): positions x and a new graph of them. mode: recompute,
+// or stream (model v2: the geometry and the edge-degree embedding per chunk too, node parts
+// recomputed; counted as recompute's, per layer and chunk).
 template <class Prepare, class Upload>
 void check_recompute_matches_keep(const Potential& pot, int layers, const std::vector<double>& x, Prepare&& prepare,
-                                  Upload&& upload_at, const std::string& name) {
+                                  Upload&& upload_at, const std::string& name,
+                                  EvaluatorOptions::Activations mode = EvaluatorOptions::Activations::recompute) {
   for (Precision p : {Precision::fp64, Precision::fp32}) {
     for (int chunk : {0, 250, 1}) {
       EvaluatorOptions keep_opt, recompute_opt;
       keep_opt.precision = recompute_opt.precision = p;
       keep_opt.activations = EvaluatorOptions::Activations::keep;
-      recompute_opt.activations = EvaluatorOptions::Activations::recompute;
+      recompute_opt.activations = mode;
       recompute_opt.edge_chunk = chunk;
       Evaluator keep(pot, keep_opt), recompute(pot, recompute_opt);
       prepare(keep);
       prepare(recompute);
       auto d = upload_at(x);
+      const bool stream = mode == EvaluatorOptions::Activations::stream;
       const auto ro = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), d.graph.edges.recv_offsets);
       const std::vector<int> offsets(ro.data(), ro.data() + ro.extent(0));
       const long chunks = chunk == 0 ? 1 : static_cast<long>(edgeframe::kk::chunk_receivers(offsets, chunk).size()) - 1;
@@ -456,6 +462,7 @@ void check_recompute_matches_keep(const Potential& pot, int layers, const std::v
         // layer and chunk.
         EXPECT_EQ(recompute.layers_recomputed() - before, layers * chunks) << name << " chunk " << chunk;
         EXPECT_EQ(keep.layers_recomputed(), 0) << name;
+        EXPECT_EQ(recompute.activation_plan().stream, stream) << recompute.activation_plan().describe();
         // fp32: chunks add their float aggregates in another order, and on a GPU cuBLAS picks
         // other GEMM kernels (other reduction orders) for the chunks' shapes (kFp32Contract);
         // a chunk lost or counted twice moves results by O(1).
@@ -469,8 +476,9 @@ void check_recompute_matches_keep(const Potential& pot, int layers, const std::v
         EXPECT_LT(rel_err(b.atom_virial, a.atom_virial), tol) << name;
         EXPECT_LT(rel_err(b.energies, a.energies), tol) << name;
         std::printf(
-            "[ measured ] %s %s edge_chunk %d (%ld chunks) n_local %d: recompute vs keep max |dF| / max |F| = %.1e\n",
-            name.c_str(), to_string(p).c_str(), chunk, chunks, n_local, rel_err(b.forces, a.forces));
+            "[ measured ] %s %s %s edge_chunk %d (%ld chunks) n_local %d: against keep max |dF| / max |F| = %.1e\n",
+            name.c_str(), to_string(p).c_str(), stream ? "stream" : "recompute", chunk, chunks, n_local,
+            rel_err(b.forces, a.forces));
       }
       // The chunks were built once for this graph (two calls above), and again for a new one.
       EXPECT_EQ(recompute.edge_chunk_builds(), chunk > 0 ? 1 : 0) << name;
@@ -680,7 +688,7 @@ TEST(Evaluator, AKeptGraphsSpareEdgesAddNothing) {
 TEST(Evaluator, TheModelV2MemoryModelBoundsTheMeasuredPeak) {
   const V2Case c = carbon_v2_case("diamond64_L2m2");
   check_memory_model_bounds(
-      c.pot, c.upload_at(c.g.x), 500, [&](Evaluator& ev) { ev.set_system(c.system()); }, "v2");
+      c.pot, c.upload_at(c.g.x), 500, [&](Evaluator& ev) { ev.set_system(c.system()); }, "v2", true);
 }
 
 // Model v2 under a memory budget (activations automatic): a budget between the all-recompute
@@ -717,6 +725,28 @@ TEST(Evaluator, ModelV2RecomputedEdgePartsGiveTheSameResults) {
   check_recompute_matches_keep(
       c.pot, c.pot.v2.layers, c.g.x, [&](Evaluator& ev) { ev.set_system(c.system()); },
       [&](const std::vector<double>& x) { return c.upload_at(x); }, "carbon v2");
+}
+
+// Activations stream (model v2): every per-edge quantity, the geometry and the edge-degree
+// embedding included, made per chunk from the edge vectors; the same results.
+TEST(Evaluator, ModelV2StreamedLayersGiveTheSameResults) {
+  const V2Case c = carbon_v2_case("diamond64_L2m2");
+  check_recompute_matches_keep(
+      c.pot, c.pot.v2.layers, c.g.x, [&](Evaluator& ev) { ev.set_system(c.system()); },
+      [&](const std::vector<double>& x) { return c.upload_at(x); }, "carbon v2", EvaluatorOptions::Activations::stream);
+}
+
+// Stream is for model v2: a v1 potential with it is an input error that says so.
+TEST(Evaluator, StreamIsRefusedForModelV1) {
+  const Golden g = load_golden("diamond64_L2m1");
+  EvaluatorOptions opt;
+  opt.activations = EvaluatorOptions::Activations::stream;
+  try {
+    Evaluator ev(read_potential(g.model_file), opt);
+    FAIL() << "a v1 potential with activations stream was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("activations stream is for model v2"), std::string::npos) << e.what();
+  }
 }
 
 // EvaluatorOptions::cuda_graph (step_graph.hpp). On CUDA the first step with a given graph and

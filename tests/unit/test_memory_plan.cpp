@@ -94,4 +94,38 @@ TEST(MemoryPlan, ABudgetTooSmallForTheSmallestChunkIsSaid) {
   EXPECT_EQ(p.describe(), "recompute all layers");
 }
 
+// The stream plan (model v2): 0.25 per edge and 40 per node through the step, 18 per edge of
+// the running chunk. Taken only where every layer recomputed in chunks does not fit: with chunks
+// of the smallest size the fixed part is 1 per edge and 100 per node, so a budget of E + 50 N
+// leaves the chunked plan over and gives the stream plan room for chunks of
+// (E + 50 N - 0.25 E - 40 N) / 18 edges.
+TEST(MemoryPlan, StreamsWhereChunksAloneDoNotFit) {
+  MemoryModel m = four_layers();
+  const std::int64_t E = 100000, N = 1000;
+  EXPECT_FALSE(plan_activations(m, E, N, E + 50.0 * N).stream) << "a model without a stream plan never streams";
+  m.stream_per_edge = 0.25;
+  m.stream_per_node = 40.0;
+  m.stream_chunk_per_edge = 18.0;
+  EXPECT_DOUBLE_EQ(predicted_stream_peak(m, E, N, 5000), E * 0.25 + N * 40.0 + 5000 * 18.0);
+  EXPECT_DOUBLE_EQ(predicted_stream_peak(m, E, N, 0), E * (0.25 + 18.0) + N * 40.0);
+  // Room for the chunked plan: no stream.
+  const ActivationPlan chunked = plan_activations(m, E, N, E + N * 100.0 + 20000 * 15.0);
+  EXPECT_FALSE(chunked.stream);
+  EXPECT_EQ(chunked.edge_chunk, 20000);
+  // Not for the chunked plan: stream, in chunks sized to fit.
+  const double budget = E + 50.0 * N;
+  const ActivationPlan p = plan_activations(m, E, N, budget);
+  EXPECT_TRUE(p.stream);
+  EXPECT_TRUE(p.fits);
+  EXPECT_EQ(p.recompute, (std::vector<char>{1, 1, 1, 1}));
+  EXPECT_EQ(p.edge_chunk, int((budget - 0.25 * E - 40.0 * N) / 18.0));
+  EXPECT_LE(p.predicted_bytes, budget);
+  EXPECT_EQ(p.describe(), "stream all layers in edge chunks of " + std::to_string(p.edge_chunk));
+  // Nothing fits: the plan that needs less (stream here), said not to fit.
+  const ActivationPlan over = plan_activations(m, E, N, 1.0);
+  EXPECT_TRUE(over.stream);
+  EXPECT_FALSE(over.fits);
+  EXPECT_EQ(over.edge_chunk, kMinEdgeChunk);
+}
+
 }  // namespace
