@@ -452,6 +452,44 @@ std::string json_escaped(const std::string& text) {
   return out;
 }
 
+// --plan EDGES,NODES: the memory model's peak for a step of that size under each plan, without
+// running one (no graph, no positions): one line "PLAN {json}" per plan (keep, recompute and,
+// for model v2, stream, in chunks of --edge-chunk; auto's choice under --memory-budget).
+int print_plans(const std::string& size, const std::string& potential_path, const EvaluatorOptions& options) {
+  const auto comma = size.find(',');
+  if (comma == std::string::npos || potential_path.empty()) {
+    std::fprintf(stderr, "edgeframe_bench: --plan EDGES,NODES needs --potential FILE\n");
+    return 2;
+  }
+  const std::int64_t E = std::stoll(size.substr(0, comma)), N = std::stoll(size.substr(comma + 1));
+  const Potential pot = read_potential(potential_path);
+  const Evaluator ev(pot, options);
+  const MemoryModel m = ev.memory_model();
+  auto print = [&](ActivationPlan p) {
+    p.fits = options.memory_budget <= 0 || p.predicted_bytes <= options.memory_budget;
+    std::printf(
+        "PLAN {\"n_edges\": %lld, \"n_nodes\": %lld, \"precision\": \"%s\", \"plan\": \"%s\", "
+        "\"predicted_peak_bytes\": %.0f, \"memory_budget_bytes\": %.0f, \"fits\": %s}\n",
+        (long long)E, (long long)N, to_string(options.precision).c_str(), p.describe().c_str(), p.predicted_bytes,
+        options.memory_budget, p.fits ? "true" : "false");
+  };
+  ActivationPlan p;
+  p.recompute.assign(m.kept_per_edge.size(), 0);
+  p.predicted_bytes = predicted_peak(m, E, N, p.recompute, 0);
+  print(p);
+  p.recompute.assign(m.kept_per_edge.size(), 1);
+  p.edge_chunk = options.edge_chunk;
+  p.predicted_bytes = predicted_peak(m, E, N, p.recompute, p.edge_chunk);
+  print(p);
+  if (m.has_stream()) {
+    p.stream = true;
+    p.predicted_bytes = predicted_stream_peak(m, E, N, p.edge_chunk);
+    print(p);
+  }
+  if (options.memory_budget > 0) print(plan_activations(m, E, N, options.memory_budget));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -462,7 +500,7 @@ int main(int argc, char** argv) {
   std::string activations = "auto";
   double memory_budget_gb = 0;
   int edge_chunk = 0;
-  std::string case_path, potential_path, forces_out, trace_path;
+  std::string case_path, potential_path, forces_out, trace_path, plan_size;
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     auto next = [&]() { return a + 1 < argc ? std::string(argv[++a]) : std::string(); };
@@ -496,6 +534,8 @@ int main(int argc, char** argv) {
       trace_path = next();
     else if (arg == "--edge-chunk")
       edge_chunk = std::stoi(next());
+    else if (arg == "--plan")
+      plan_size = next();
     else if (arg == "--cells") {
       cells.clear();
       std::string list = next();
@@ -512,8 +552,9 @@ int main(int argc, char** argv) {
           "[--torch-profile [--trace FILE]] [--memory-profile]\n"
           "       %s --case FILE --potential FILE [--precision P] [--activations A] [--memory-budget GB] "
           "[--cuda-graph] [--reps N] [--warmup N] [--forces-out FILE] [--torch-profile [--trace FILE]] "
-          "[--memory-profile]\n",
-          argv[0], argv[0]);
+          "[--memory-profile]\n"
+          "       %s --plan EDGES,NODES --potential FILE [--precision P] [--edge-chunk N] [--memory-budget GB]\n",
+          argv[0], argv[0], argv[0]);
       return 2;
     }
   }
@@ -540,7 +581,7 @@ int main(int argc, char** argv) {
                  activations.c_str());
     return 2;
   }
-  if (edge_chunk > 0 && activations != "recompute" && activations != "stream") {
+  if (edge_chunk > 0 && activations != "recompute" && activations != "stream" && plan_size.empty()) {
     std::fprintf(stderr,
                  "edgeframe_bench: --edge-chunk needs --activations recompute or stream (auto sizes its own chunks)\n");
     return 2;
@@ -553,6 +594,7 @@ int main(int argc, char** argv) {
                  "edgeframe_bench: --cuda-graph is for --case mode (a replayed step has no per-kernel split)\n");
     return 2;
   }
+  if (!plan_size.empty()) return print_plans(plan_size, potential_path, options);
   if (!case_path.empty()) {
     try {
       CaseProfiles profiles;

@@ -467,6 +467,7 @@ std::size_t Evaluator::torch_device_peak_bytes() {
 }
 long Evaluator::layers_recomputed() const { return m_v2 ? m_v2->layers_recomputed() : m_impl->layers_recomputed; }
 const ActivationPlan& Evaluator::activation_plan() const { return m_v2 ? m_v2->activation_plan() : m_impl->plan; }
+MemoryModel Evaluator::memory_model() const { return m_v2 ? m_v2->memory_model() : m_impl->memory_model(); }
 bool Evaluator::trims_first_and_last_layers() const { return m_v2 ? false : m_impl->trim_degrees; }
 long Evaluator::edge_chunk_builds() const { return m_v2 ? m_v2->edge_chunk_builds() : m_impl->chunks.builds(); }
 long Evaluator::cuda_graph_captures() const { return m_v2 ? m_v2->cuda_graph_captures() : m_impl->graphed.captures(); }

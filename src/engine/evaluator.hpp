@@ -154,9 +154,12 @@ class Evaluator {
   // Edge parts run again in backward passes so far (recomputed layers x edge chunks per force
   // call; 0 while every layer keeps its activations).
   long layers_recomputed() const;
-  // The activations plan of the last step that needed a backward pass (memory_plan.hpp): the
-  // one the options fix, or automatic's choice for that step's graph.
+  // The activations plan of the last step that needed a backward pass (model v2: of the last
+  // step; memory_plan.hpp): the one the options fix, or automatic's choice for that step's graph.
   const ActivationPlan& activation_plan() const;
+  // The count of bytes per edge and per node behind the plans (memory_plan.hpp), for planning
+  // without a step (edgeframe_bench --plan).
+  MemoryModel memory_model() const;
   // Times the edge chunks were (re)built: once per graph (neighbour-list rebuild), not per call.
   long edge_chunk_builds() const;
   // cuda_graph: steps captured so far (one per new graph, positions view or request; model v2

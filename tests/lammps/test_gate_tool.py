@@ -176,3 +176,29 @@ def test_no_reference_case_times_the_engine_without_a_force_error(request, tmp_p
     row = gate.finish_row(dict(r, tag=c["tag"], n_atoms=c["n_atoms"], n_edges=c["n_edges"], column="engine-fp64"),
                           c["n_atoms"])
     assert gate.markdown([row]).splitlines()[-1].endswith("| - |")
+
+
+def test_bench_plan_prints_the_memory_models_peak_for_each_plan(bench):
+    # edgeframe_bench --plan: no step, one PLAN line per plan. For a million atoms of 64 edges
+    # each with the shipped carbon v2 file: keep > recompute > stream in the same chunks, and
+    # auto under 140 GB streams in chunks that fit it; a v1 file has no stream plan; without a
+    # potential the bench says what --plan needs.
+    def plans(potential, budget):
+        out = subprocess.run([str(bench), "--plan", "64000000,1000000", "--potential", str(potential),
+                              "--precision", "fp32", "--edge-chunk", "1000000", "--memory-budget", str(budget)],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return [json.loads(line[5:]) for line in out.stdout.splitlines() if line.startswith("PLAN ")]
+
+    keep, recompute, stream, auto = plans(REPO / "potentials" / "C-diamond-v2.safetensors", 140)
+    assert keep["plan"] == "keep" and not keep["fits"]
+    assert recompute["plan"] == "recompute all layers in edge chunks of 1000000"
+    assert stream["plan"] == "stream all layers in edge chunks of 1000000"
+    assert keep["predicted_peak_bytes"] > recompute["predicted_peak_bytes"] > stream["predicted_peak_bytes"]
+    assert auto["plan"].startswith("stream all layers in edge chunks of ") and auto["fits"], auto
+    assert auto["predicted_peak_bytes"] <= 140e9
+    v1 = plans(REPO / "potentials" / "C-diamond.safetensors", 140)
+    assert [p["plan"].split()[0] for p in v1[:2]] == ["keep", "recompute"]
+    assert not any(p["plan"].startswith("stream") for p in v1)
+    out = subprocess.run([str(bench), "--plan", "1000,10"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "--plan EDGES,NODES needs --potential FILE" in out.stderr

@@ -684,11 +684,18 @@ TEST(Evaluator, AKeptGraphsSpareEdgesAddNothing) {
   }
 }
 
-// The same for model v2 (ModelV2::memory_model), the shipped carbon v2 file on diamond 64.
+// The same for model v2 (ModelV2::memory_model), the shipped carbon v2 file on diamond 64, with
+// the stream plans: at r_cut (28 edges per atom, the per-edge terms lead) and with the nearest
+// neighbours only (4 per atom, where the per-node terms weigh about as much as the edges').
 TEST(Evaluator, TheModelV2MemoryModelBoundsTheMeasuredPeak) {
   const V2Case c = carbon_v2_case("diamond64_L2m2");
-  check_memory_model_bounds(
-      c.pot, c.upload_at(c.g.x), 500, [&](Evaluator& ev) { ev.set_system(c.system()); }, "v2", true);
+  const auto prepare = [&](Evaluator& ev) { ev.set_system(c.system()); };
+  check_memory_model_bounds(c.pot, c.upload_at(c.g.x), 500, prepare, "v2", true);
+  const HostPairList nearest = pairs_within(c.g, 2.0);
+  const int N = int(c.carbon.size());
+  const auto sparse = test::upload_graph(c.g.x, c.carbon, nearest.i, nearest.j, nearest.shift, N, c.pot.v2.r_cut);
+  ASSERT_EQ(sparse.graph.edges.n_edges, 4 * N);
+  check_memory_model_bounds(c.pot, sparse, 100, prepare, "v2 nearest neighbours", true);
 }
 
 // Model v2 under a memory budget (activations automatic): a budget between the all-recompute
