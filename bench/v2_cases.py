@@ -29,6 +29,7 @@ CASES = {
     "diamond512": lambda: structures.diamond((4, 4, 4)),
     "bcc4394": lambda: structures.bcc((13, 13, 13)),
     "diamond4096": lambda: structures.diamond((8, 8, 8)),
+    "bcc1024000": lambda: structures.bcc((80, 80, 80)),   # issue 26's million atoms (bench/v2_memory.sh)
 }
 
 
