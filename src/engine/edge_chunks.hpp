@@ -37,6 +37,14 @@ class EdgeChunks {
     }
   }
   long builds() const { return m_builds; }  // chunk sets made (tests: once per graph)
+  // Bytes the chunk graphs hold (their own offsets and sender grouping; recv, send and shift are
+  // views of the step's graph).
+  std::size_t bytes() const {
+    std::size_t b = 0;
+    for (const auto& g : m_graphs)
+      b += (g.recv_offsets.extent(0) + g.send_offsets.extent(0) + g.send_edges.extent(0)) * sizeof(int);
+    return b;
+  }
 
  private:
   // The chunks of g, rebuilt only when the graph (its revision: a build or a compaction, which

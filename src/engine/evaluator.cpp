@@ -470,6 +470,7 @@ const ActivationPlan& Evaluator::activation_plan() const { return m_v2 ? m_v2->a
 MemoryModel Evaluator::memory_model() const { return m_v2 ? m_v2->memory_model() : m_impl->memory_model(); }
 bool Evaluator::trims_first_and_last_layers() const { return m_v2 ? false : m_impl->trim_degrees; }
 long Evaluator::edge_chunk_builds() const { return m_v2 ? m_v2->edge_chunk_builds() : m_impl->chunks.builds(); }
+std::size_t Evaluator::edge_chunk_bytes() const { return m_v2 ? m_v2->edge_chunk_bytes() : m_impl->chunks.bytes(); }
 long Evaluator::cuda_graph_captures() const { return m_v2 ? m_v2->cuda_graph_captures() : m_impl->graphed.captures(); }
 long Evaluator::cuda_graph_replays() const { return m_v2 ? m_v2->cuda_graph_replays() : m_impl->graphed.replays(); }
 

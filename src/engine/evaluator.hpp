@@ -162,6 +162,8 @@ class Evaluator {
   MemoryModel memory_model() const;
   // Times the edge chunks were (re)built: once per graph (neighbour-list rebuild), not per call.
   long edge_chunk_builds() const;
+  // Bytes the edge chunks' graphs hold (0 without chunks).
+  std::size_t edge_chunk_bytes() const;
   // cuda_graph: steps captured so far (one per new graph, positions view or request; model v2
   // also one after each set_system) and steps replayed from a capture (0 and 0 on host
   // backends or without the option).

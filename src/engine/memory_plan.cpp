@@ -1,6 +1,7 @@
 #include "memory_plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace edgeframe {
 
@@ -31,24 +32,46 @@ double predicted_peak(const MemoryModel& m, std::int64_t n_edges, std::int64_t n
     if (!again) below += m.kept_per_edge[t];
   }
   peak = std::max(peak, E * below);
-  return m.margin * (E * m.persistent_per_edge + double(n_nodes) * m.per_node + peak);
+  const bool chunked = edge_chunk > 0 && std::any_of(recompute.begin(), recompute.end(), [](char r) { return r; });
+  return m.margin * (E * m.persistent_per_edge + double(n_nodes) * m.per_node + peak +
+                     (chunked ? chunk_graph_bytes(n_edges, n_nodes, edge_chunk) : 0.0));
 }
 
 double predicted_stream_peak(const MemoryModel& m, std::int64_t n_edges, std::int64_t n_nodes, int edge_chunk) {
   const double E = double(n_edges);
   const double chunk = edge_chunk > 0 ? std::min(E, double(edge_chunk)) : E;
-  return m.margin * (E * m.stream_per_edge + double(n_nodes) * m.stream_per_node + chunk * m.stream_chunk_per_edge);
+  return m.margin * (E * m.stream_per_edge + double(n_nodes) * m.stream_per_node + chunk * m.stream_chunk_per_edge +
+                     chunk_graph_bytes(n_edges, n_nodes, edge_chunk));
+}
+
+double chunk_graph_bytes(std::int64_t n_edges, std::int64_t n_nodes, int edge_chunk) {
+  if (edge_chunk <= 0 || edge_chunk >= n_edges) return 0.0;
+  // Receiver ranges end at whole receivers, so a few more chunks than E / chunk: one more.
+  const double chunks = std::ceil(double(n_edges) / edge_chunk) + 1.0;
+  return 4.0 * double(n_edges) + chunks * 8.0 * double(n_nodes + 1);
 }
 
 namespace {
 
-// Chunks as large as the budget allows over a fixed part, clamped to [kMinEdgeChunk, E]
-// (0: one chunk of all edges).
-int chunk_for(double budget, double fixed, double per_chunk_edge, double margin, std::int64_t n_edges) {
+// Chunks as large as the budget allows, clamped to [kMinEdgeChunk, E] (0: one chunk of all
+// edges): first as if the peak were fixed + margin chunk per_chunk_edge, then smaller while the
+// chunk graphs (chunk_graph_bytes, which grow as chunks shrink) leave the peak over the budget
+// and a smaller chunk still lowers it. peak(chunk) is the plan's predicted peak.
+template <class Peak>
+int chunk_for(double budget, double fixed, double per_chunk_edge, double margin, std::int64_t n_edges, Peak&& peak) {
   const double chunk = per_chunk_edge > 0 ? (budget - fixed) / (margin * per_chunk_edge) : double(n_edges);
   const double smallest = std::min<double>(kMinEdgeChunk, double(n_edges));
-  const double edges = std::clamp(chunk, smallest, double(n_edges));
-  return edges < double(n_edges) ? int(edges) : 0;
+  double edges = std::clamp(chunk, smallest, double(n_edges));
+  auto as_chunk = [&](double e) { return e < double(n_edges) ? int(e) : 0; };
+  double p = peak(as_chunk(edges));
+  while (p > budget && edges > smallest) {
+    const double smaller = std::max(smallest, 0.95 * edges);
+    const double q = peak(as_chunk(smaller));
+    if (q >= p) break;
+    edges = smaller;
+    p = q;
+  }
+  return as_chunk(edges);
 }
 
 }  // namespace
@@ -79,7 +102,8 @@ ActivationPlan plan_activations(const MemoryModel& m, std::int64_t n_edges, std:
   // every layer recomputed the peak is fixed + chunk max_t backward_t), never below kMinEdgeChunk.
   const double heaviest = *std::max_element(m.backward_per_edge.begin(), m.backward_per_edge.end());
   const double fixed = m.margin * (double(n_edges) * m.persistent_per_edge + double(n_nodes) * m.per_node);
-  plan.edge_chunk = chunk_for(budget, fixed, heaviest, m.margin, n_edges);
+  plan.edge_chunk = chunk_for(budget, fixed, heaviest, m.margin, n_edges,
+                              [&](int c) { return predicted_peak(m, n_edges, n_nodes, plan.recompute, c); });
   plan.predicted_bytes = predicted_peak(m, n_edges, n_nodes, plan.recompute, plan.edge_chunk);
   plan.fits = plan.predicted_bytes <= budget;
   if (plan.fits || !m.has_stream()) return plan;
@@ -88,7 +112,8 @@ ActivationPlan plan_activations(const MemoryModel& m, std::int64_t n_edges, std:
   ActivationPlan streamed = plan;
   streamed.stream = true;
   const double stream_fixed = m.margin * (double(n_edges) * m.stream_per_edge + double(n_nodes) * m.stream_per_node);
-  streamed.edge_chunk = chunk_for(budget, stream_fixed, m.stream_chunk_per_edge, m.margin, n_edges);
+  streamed.edge_chunk = chunk_for(budget, stream_fixed, m.stream_chunk_per_edge, m.margin, n_edges,
+                                  [&](int c) { return predicted_stream_peak(m, n_edges, n_nodes, c); });
   streamed.predicted_bytes = predicted_stream_peak(m, n_edges, n_nodes, streamed.edge_chunk);
   streamed.fits = streamed.predicted_bytes <= budget;
   return streamed.predicted_bytes < plan.predicted_bytes ? streamed : plan;

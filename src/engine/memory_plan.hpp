@@ -59,12 +59,19 @@ inline double workspace_bytes_per_edge(double band_size, double value_bytes, int
 // have let theirs go; a recomputed layer holds one chunk's worth while its chunk runs again.
 // So: E persistent + N per_node + the largest of E sum_{s < t kept} kept_s + c_t backward_t
 // over t (c_t = E for a kept layer, the chunk for a recomputed one) and of E sum_{kept} kept_s
-// (the end of the forward pass).
+// (the end of the forward pass); with chunks, plus their graphs (chunk_graph_bytes).
 double predicted_peak(const MemoryModel& m, std::int64_t n_edges, std::int64_t n_nodes,
                       const std::vector<char>& recompute, int edge_chunk);
 
-// The stream plan's peak: E stream_per_edge + N stream_per_node + chunk stream_chunk_per_edge.
+// The stream plan's peak: E stream_per_edge + N stream_per_node + chunk stream_chunk_per_edge
+// + the chunk graphs.
 double predicted_stream_peak(const MemoryModel& m, std::int64_t n_edges, std::int64_t n_nodes, int edge_chunk);
+
+// Bytes of the chunk graphs of a chunked plan (graph_chunk.hpp, held together through the step):
+// each keeps node-sized receiver and sender offsets, and all of them the edges' sender
+// grouping. 0 for one chunk (0 or edge_chunk >= n_edges: the step's own graph). Counted in both
+// chunked plans' peaks.
+double chunk_graph_bytes(std::int64_t n_edges, std::int64_t n_nodes, int edge_chunk);
 
 // The plan for a step of n_edges / n_nodes under budget bytes (<= 0: no limit, keep all):
 // keep; else the fewest recomputed layers; else every layer recomputed in edge chunks; and where

@@ -34,6 +34,7 @@ class ModelV2 {
   const ActivationPlan& activation_plan() const { return m_plan; }  // of the last step
   MemoryModel memory_model() const;
   long edge_chunk_builds() const { return m_chunks.builds(); }
+  std::size_t edge_chunk_bytes() const { return m_chunks.bytes(); }
   long cuda_graph_captures() const { return m_graphed.captures(); }
   long cuda_graph_replays() const { return m_graphed.replays(); }
 
