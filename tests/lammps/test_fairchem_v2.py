@@ -349,12 +349,13 @@ def test_recompute_in_edge_chunks_equals_fairchem(lammps, tmp_path, cases, mode,
     assert int(m.group(1)) > 2 and int(m.group(1)) % 2 == 0   # 2 layers, several chunks each
 
 
-def test_memory_budget_recomputes_and_equals_fairchem(lammps, tmp_path, cases):
-    # activations auto under a budget smaller than any plan: every layer recomputed, the log says
-    # the plan and that it is over the budget even so, and the numbers are fairchem's.
+def test_memory_budget_streams_and_equals_fairchem(lammps, tmp_path, cases):
+    # activations auto under a budget smaller than any plan: the plan that needs least, every
+    # layer streamed (model v2), the log says the plan and that it is over the budget even so, and
+    # the numbers are fairchem's.
     rec, q, thermo, dump, output = run(lammps, tmp_path, cases, "diamond", style=" memory_budget 1e-9")
     check(rec, q, thermo, dump)
-    assert "edgeframe activations auto on rank 0: recompute all layers" in output, output[-2000:]
+    assert "edgeframe activations auto on rank 0: stream all layers" in output, output[-2000:]
     assert "over the budget even so" in output
     assert "edgeframe activations auto: 2 edge parts (layers x edge chunks) run again" in output
 

@@ -743,6 +743,35 @@ TEST(Evaluator, ModelV2StreamedLayersGiveTheSameResults) {
       [&](const std::vector<double>& x) { return c.upload_at(x); }, "carbon v2", EvaluatorOptions::Activations::stream);
 }
 
+// A random roll of every edge frame about its axis leaves model v2's results as they are, also
+// streamed in chunks (whose geometry reads the chunk's rows of the roll; any rows would leave
+// the results unchanged, so this checks that a streamed step takes a roll, not which rows).
+TEST(Evaluator, ModelV2StreamedStepsAreInvariantUnderARoll) {
+  const V2Case c = carbon_v2_case("diamond64_L2m2");
+  const auto d = c.upload_at(c.g.x);
+  const int E = d.graph.edges.n_edges;
+  kk::View1<double, Exec> roll("roll", E);
+  auto h = Kokkos::create_mirror_view(roll);
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> u(-M_PI, M_PI);
+  for (int e = 0; e < E; ++e) h(e) = u(rng);
+  Kokkos::deep_copy(roll, h);
+  What rolled;
+  rolled.roll = roll;
+  EvaluatorOptions keep_opt, stream_opt;
+  keep_opt.activations = EvaluatorOptions::Activations::keep;
+  stream_opt.activations = EvaluatorOptions::Activations::stream;
+  stream_opt.edge_chunk = 250;
+  Evaluator keep(c.pot, keep_opt), stream(c.pot, stream_opt);
+  keep.set_system(c.system());
+  stream.set_system(c.system());
+  const HostResult base = run(keep, d), a = run(stream, d, rolled);
+  ASSERT_TRUE(stream.activation_plan().stream);
+  ASSERT_GT(stream.layers_recomputed(), c.pot.v2.layers) << "several chunks";
+  EXPECT_NEAR(a.energy, base.energy, kInvarianceRelTol * std::fabs(base.energy));
+  EXPECT_LT(rel_err(a.forces, base.forces), kInvarianceRelTol);
+}
+
 // Stream is for model v2: a v1 potential with it is an input error that says so.
 TEST(Evaluator, StreamIsRefusedForModelV1) {
   const Golden g = load_golden("diamond64_L2m1");
