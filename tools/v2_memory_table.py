@@ -7,6 +7,7 @@ torch's allocations, the workspace and the graph only), the memory model's peak,
 """
 import json
 import pathlib
+import re
 import sys
 
 import numpy as np
@@ -24,12 +25,30 @@ def result(log):
     return {"error": "no RESULT line"}
 
 
+def lammps_result(log):
+    """The plan, the model's peak and the one step's time of bench/v2_memory.sh's LAMMPS run (run 1)."""
+    if not log.exists():
+        return {"error": "no log"}
+    text = log.read_text()
+    plan = re.search(r"edgeframe activations auto on rank 0: (.*?) \(memory model's peak ([\d.e+-]+) GB", text)
+    loop = re.search(r"Loop time of ([\d.e+-]+) on \d+ procs for 1 steps with (\d+) atoms", text)
+    if not loop:
+        return {"error": "no Loop time (see the log)"}
+    r = {"engine": "LAMMPS edgeframe/kk", "n_atoms": int(loop.group(2)), "n_edges": None,
+         "median_s": float(loop.group(1)), "activations": plan.group(1) if plan else "keep (no plan line)",
+         "predicted_peak_bytes": float(plan.group(2)) * 1e9 if plan else None, "peak_bytes": None}
+    edges = re.findall(r"\| edges ([\d.]+) /", text)
+    if edges:
+        r["n_edges"] = int(float(edges[-1]))
+    return r
+
+
 def main():
     out = pathlib.Path(sys.argv[1])
     rows = []
     keep = None
-    for name in RUNS:
-        r = result(out / f"{name}.log")
+    for name in RUNS + ["large-lammps"]:
+        r = lammps_result(out / f"{name}.log") if name == "large-lammps" else result(out / f"{name}.log")
         r["run"] = name
         forces = out / f"{name}.forces"
         if "error" not in r and forces.exists():
@@ -46,12 +65,16 @@ def main():
         if "error" in r:
             lines.append(f"| {r['run']} | | | error: {r['error']} | | | | |")
             continue
-        peak = f"{r['peak_bytes'] / 1e9:.2f} GB"
-        if r.get("engine") != "Cuda":   # torch's host allocations are not tracked
-            peak += " (workspace and graph only)"
+        if r.get("peak_bytes") is None:
+            peak = "-"
+        else:
+            peak = f"{r['peak_bytes'] / 1e9:.2f} GB"
+            if r.get("engine") != "Cuda":   # torch's host allocations are not tracked
+                peak += " (workspace and graph only)"
+        model = f"{r['predicted_peak_bytes'] / 1e9:.2f} GB" if r.get("predicted_peak_bytes") else "-"
         dF = f"{r['max_dF_rel_to_keep']:.1e}" if "max_dF_rel_to_keep" in r else "-"
         lines.append(f"| {r['run']} | {r['n_atoms']} | {r['n_edges']} | {r['activations']} | "
-                     f"{r['median_s'] * 1e3:.1f} ms | {peak} | {r['predicted_peak_bytes'] / 1e9:.2f} GB | {dF} |")
+                     f"{r['median_s'] * 1e3:.1f} ms | {peak} | {model} | {dF} |")
     (out / "memory.md").write_text("\n".join(lines) + "\n")
 
 

@@ -63,22 +63,27 @@ def test_v2_memory_script_runs_every_plan_on_the_cpu(request, tmp_path):
     """bench/v2_memory.sh (issue #26's memory targets) end to end with V2_MEMORY_SMOKE=1: the
     shipped carbon v2 file on 512- and 4096-atom diamond; keep, chunked recompute, stream and
     auto under a budget that only streaming can meet (it says so in its plan), each run's
-    forces against keep's within fp32 rounding, and the table names every run."""
+    forces against keep's within fp32 rounding, the large case in the engine and through
+    edgeframe/kk, and the table names every run."""
     build = Path(request.config.getoption("--plugin")).resolve().parents[2]
-    env = dict(os.environ, V2_MEMORY_SMOKE="1", BENCH=str(build / "bench" / "edgeframe_bench"),
-               EDGEFRAME_PYTHON=sys.executable)
+    lmp_dir = str(Path(request.config.getoption("--lmp")).resolve().parent)
+    env = dict(os.environ, V2_MEMORY_SMOKE="1", BUILD_DIR=str(build), EDGEFRAME_PYTHON=sys.executable,
+               PATH=lmp_dir + os.pathsep + os.environ["PATH"])
     out = tmp_path / "memory"
     run = subprocess.run(["bash", str(REPO / "bench" / "v2_memory.sh"), str(out)], cwd=REPO,
                          capture_output=True, text=True, timeout=600, env=env)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     rows = {r["run"]: r for r in json.loads((out / "memory.json").read_text())}
-    assert set(rows) == {"small-keep", "small-recompute", "small-stream", "small-auto-budget", "large-auto"}
+    assert set(rows) == {"small-keep", "small-recompute", "small-stream", "small-auto-budget", "large-auto",
+                         "large-lammps"}
     assert all("error" not in r for r in rows.values()), run.stdout[-3000:]
     assert rows["small-keep"]["activations"] == "keep"
     assert rows["small-recompute"]["activations"] == "recompute all layers in edge chunks of 2048"
     assert rows["small-stream"]["activations"] == "stream all layers in edge chunks of 2048"
     assert rows["small-auto-budget"]["activations"].startswith("stream all layers"), rows["small-auto-budget"]
-    assert rows["large-auto"]["n_atoms"] == 4096
+    assert rows["large-auto"]["n_atoms"] == rows["large-lammps"]["n_atoms"] == 4096
+    assert rows["large-lammps"]["n_edges"] == rows["large-auto"]["n_edges"], rows["large-lammps"]
+    assert rows["large-lammps"]["median_s"] > 0
     for name in ("small-recompute", "small-stream", "small-auto-budget"):
         assert rows[name]["max_dF_rel_to_keep"] < 1e-6, rows[name]
     table = (out / "memory.md").read_text()
