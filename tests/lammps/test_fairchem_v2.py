@@ -314,19 +314,24 @@ def test_recompute_equals_fairchem(lammps, tmp_path, cases, name, nprocs, style)
 
 @pytest.mark.parametrize("name,nprocs,args,headroom", [("diamond", 1, (), ""), ("mgo", 2, (), ""),
                                                         ("bcc_cu", 1, KOKKOS_ARGS, " edge_headroom 0.02"),
+                                                        ("bcc_cu", 1, KOKKOS_ARGS,
+                                                         " edge_headroom 0.02 activations stream edge_chunk 100"),
                                                         ("molecule", 1, KOKKOS_ARGS, "")])
 def test_graph_per_rebuild_equals_fairchem(lammps, tmp_path, cases, name, nprocs, args, headroom):
     # graph per_rebuild: the candidates within r_c + skin (neighbor 1.5 A here: for these r_c
     # about twice the edges within r_c) are kept and each step evaluates those within r_c, on
     # one rank with the automatic edge_headroom (exact on CPU builds) and 0.02 (spare edges, which
     # must add exactly nothing to fairchem's numbers: the envelope multiplies every message and
-    # the edge-degree embedding).
+    # the edge-degree embedding; also when the spare edges are streamed in chunks with the rest).
     rec, q, thermo, dump, output = run(lammps, tmp_path, cases, name, style=" graph per_rebuild" + headroom,
                                        nprocs=nprocs,
                                        pre="neighbor 1.5 bin\n" + ("processors 2 1 1" if nprocs == 2 else ""),
                                        args=args)
     check(rec, q, thermo, dump, per_atom=nprocs == 1)
     assert "edgeframe: graph per_rebuild: candidate pairs within r_cut + skin" in output
+    if "stream" in headroom:
+        m = re.search(r"edgeframe activations stream: (\d+) edge parts", output)
+        assert m and int(m.group(1)) > 2, output[-2000:]   # 2 layers, several chunks each
 
 
 @pytest.mark.parametrize("mode,name,nprocs,style,args", [("recompute", "diamond", 1, "", ()),
