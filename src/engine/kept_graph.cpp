@@ -107,7 +107,10 @@ void KeptGraph::rebuild(const kk::PairList<Exec>& pairs, kk::Vec3View<const doub
     allocate(N, capacity_fits ? capacity : (m_headroom > 0.0 ? padded_capacity(N, live) : n_cand));
   Kokkos::deep_copy(exec, m_species, species);
   m_graph.n_local = n_local;
-  step(positions);
+  // The count above still holds (same candidates, same positions): only the compaction is left,
+  // with the kernels over the storage just sized.
+  auto k = kernels(positions);
+  write_counted(k);
 }
 
 void KeptGraph::refresh(const kk::PairList<Exec>& pairs, kk::Vec3View<const double, Exec> positions) {
@@ -119,9 +122,13 @@ void KeptGraph::step(kk::Vec3View<const double, Exec> positions) {
   if (positions.extent(0) != std::size_t(m_candidates.edges.n_nodes))
     throw InputError("KeptGraph::step: " + std::to_string(positions.extent(0)) + " positions for a graph of " +
                      std::to_string(m_candidates.edges.n_nodes) + " nodes");
-  const Exec exec;
   auto k = kernels(positions);
-  kk::count_live_edges(exec, k);
+  kk::count_live_edges(Exec(), k);
+  write_counted(k);
+}
+
+void KeptGraph::write_counted(kk::CompactEdges<Exec>& k) {
+  const Exec exec;
   int n_edges = k.capacity;
   if (m_headroom == 0.0) {
     Kokkos::deep_copy(m_live, Kokkos::subview(m_index, k.n_cand));  // host boundary (exact): the graph's size

@@ -54,6 +54,8 @@ class KeptGraph {
 
  private:
   kk::CompactEdges<Exec> kernels(kk::Vec3View<const double, Exec> positions) const;
+  // A step's compaction after its count (count_live_edges has filled m_index for k's positions).
+  void write_counted(kk::CompactEdges<Exec>& k);
   // New storage (new addresses) for what changes: node-sized views for a new node count, edge
   // views for a new capacity.
   void allocate(int n_nodes, int capacity);
