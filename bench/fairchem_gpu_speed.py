@@ -51,9 +51,13 @@ What it does, in order (each step in try/except: a failure prints its error and 
                      composition average's include_self) whose MD5 this process adds to
                      Nitro's allowlist (bench only; fairchem is not modified), with the
                      kernels Nitro picks for this GPU (on sm90: CuTe GEMMs from
-                     nvidia-cutlass-dsl, which is not carried: expect an import error).
-     nitro_portable  the same in a child process in which torch reports CUDA capability 8.0, so
-                     that Nitro picks its portable path (Triton kernels, IEEE fp32 GEMMs).
+                     nvidia-cutlass-dsl 4.7.1: its module `cutlass` is found only where
+                     nvidia_cutlass_dsl/dsl_packages is on the path, scripts/pack_cutlass_dsl.sh;
+                     without it the record holds the import error).
+     nitro_portable  the same in a child process in which torch reports CUDA capability 8.0
+                     while Nitro's module is imported, so that Nitro picks its portable path
+                     (Triton kernels, IEEE fp32 GEMMs); the real capability is back before any
+                     kernel is compiled, so that Triton builds for the GPU it runs on.
      multigpu, high_precision  fairchem's presets of those names (torch.compile; not in the
                      default list: compiling can take minutes).
    For diamond 512 (with --fp64-all every structure) each record also holds the energy and the
@@ -605,26 +609,45 @@ def fp64_refs_from_npz(args, names):
     return refs
 
 
+def reset_triton_target(real_capability):
+    """Gives a Triton driver made while torch reported another capability the real one back:
+    Triton's CUDA driver keeps torch.cuda.get_device_capability as it was when the driver was
+    made (triton/backends/driver.py) and asks it for the target of every kernel it compiles."""
+    try:
+        from triton.runtime import driver
+    except ImportError:
+        return
+    for made in (getattr(driver, "_default", None), getattr(driver, "_active", None)):
+        if made is not None and hasattr(made, "get_device_capability"):
+            made.get_device_capability = real_capability
+
+
 def worker_nitro_portable(args):
-    """Child: torch reports CUDA capability 8.0 before Nitro's module is imported, so Nitro picks
-    its portable kernel policy (portable_pytorch_ieee: Triton kernels, IEEE fp32 GEMMs)."""
+    """Child: torch reports CUDA capability 8.0 while Nitro's module is imported, so Nitro picks
+    its portable kernel policy (portable_pytorch_ieee: Triton kernels, IEEE fp32 GEMMs). The real
+    capability is restored right after that import: Triton takes the target it compiles for from
+    torch, and cubins built for 8.0 do not load on a 9.0 GPU ("no kernel image is available")."""
     import torch
 
-    real = torch.cuda.get_device_capability() if torch.cuda.is_available() else None
-    torch.cuda.get_device_capability = lambda device=None: (8, 0)
+    real_capability = torch.cuda.get_device_capability
+    real = real_capability() if torch.cuda.is_available() else None
     structures = make_structures(args)
     edges = {n: count_edges(a, (SMALL_MODEL if args.small else FULL_MODEL)["cutoff"])
              for n, a in structures.items()}
     ckpt = pathlib.Path(args.checkpoint)
     from fairchem.core.units.mlip_unit import load_predict_unit
+    torch.cuda.get_device_capability = lambda device=None: (8, 0)
     try:
-        nckpt, digest, backend = nitro_allowlisted_copy(ckpt)
+        nckpt, digest, backend = nitro_allowlisted_copy(ckpt)   # imports Nitro: its policy is fixed here
     except Exception as err:  # noqa: BLE001
+        torch.cuda.get_device_capability = real_capability
         log(f"nitro_portable: {first_line(err)}")
         for name in structures:
             emit({"record": "timing", "structure": name, "path": "nitro_portable", "status": "error",
                   "error": first_line(err)})
         return 0
+    torch.cuda.get_device_capability = real_capability
+    reset_triton_target(real_capability)
     extra = {"nitro_checkpoint": str(nckpt), "nitro_md5_allowlisted_by_bench": digest,
              "nitro_kernel_backend": backend, "real_capability": list(real) if real else None,
              "capability_reported": [8, 0], "model_id": NITRO_MODEL_ID}

@@ -6,8 +6,9 @@
 # fairchem's fp64 forces of that structure, then one table:
 #   fairchem   umas_fast_gpu + TF32 (the fastest path that runs here), the plain path (general +
 #              TF32), UMA Nitro as it picks its kernels for this GPU (its sm90 CuTe path needs
-#              nvidia-cutlass-dsl's cutlass.cute, which the registries' wheels lack: the record
-#              says so) and Nitro's portable path (Triton kernels, fp32 GEMMs);
+#              nvidia-cutlass-dsl's cutlass.cute: carried apart, scripts/pack_cutlass_dsl.sh;
+#              without it the record holds the import error) and Nitro's portable path
+#              (Triton kernels, fp32 GEMMs);
 #   edgeframe  the engine (bench case mode) and pair_style edgeframe/kk inside LAMMPS
 #              (-k on g 1 -sf kk), tf32 and fp32.
 #

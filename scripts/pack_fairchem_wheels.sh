@@ -12,7 +12,7 @@
 # minus what predict does not import: wandb (fairchem.core.common.logger imports it at module
 # level, only its WandBLogger uses it: INSTALL.sh writes a stub module instead),
 # nvalchemi-toolkit-ops and warp-lang (guarded imports; graph generation version 3 only),
-# nvidia-cutlass-dsl (about 240 MB; only UMA Nitro's sm90 CuTe kernels import it), cuda-python
+# nvidia-cutlass-dsl (about 240 MB; only UMA Nitro's sm90 CuTe kernels import it; scripts/pack_cutlass_dsl.sh packs it apart), cuda-python
 # (a meta package; cuda-bindings is on the machine), ase-db-backends, websockets. lmdb, orjson
 # (cp312 builds), clusterscope and ruamel_yaml are not imported at predict time either; they are
 # small and fairchem (ruamel_yaml: monty) requires them. setuptools 80.10.2 (fairchem requires
