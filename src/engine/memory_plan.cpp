@@ -53,25 +53,26 @@ double chunk_graph_bytes(std::int64_t n_edges, std::int64_t n_nodes, int edge_ch
 
 namespace {
 
-// Chunks as large as the budget allows, clamped to [kMinEdgeChunk, E] (0: one chunk of all
-// edges): first as if the peak were fixed + margin chunk per_chunk_edge, then smaller while the
-// chunk graphs (chunk_graph_bytes, which grow as chunks shrink) leave the peak over the budget
-// and a smaller chunk still lowers it. peak(chunk) is the plan's predicted peak.
+// The largest chunk on a ladder from E down to kMinEdgeChunk (5 % a rung) whose predicted peak
+// fits the budget: the fewest chunks, so the least per-chunk work. Where no rung fits, the rung
+// of the smallest peak: peak(c) = fixed + c per_chunk_edge + (E / c) node-sized chunk graphs
+// falls as c shrinks only until the chunk graphs' growth overtakes it, so the smallest chunk is
+// not the least memory where the node part is large (a million atoms: about 2.4x the least).
+// 0 stands for one chunk of all edges.
 template <class Peak>
-int chunk_for(double budget, double fixed, double per_chunk_edge, double margin, std::int64_t n_edges, Peak&& peak) {
-  const double chunk = per_chunk_edge > 0 ? (budget - fixed) / (margin * per_chunk_edge) : double(n_edges);
+int chunk_for(std::int64_t n_edges, double budget, Peak&& peak) {
   const double smallest = std::min<double>(kMinEdgeChunk, double(n_edges));
-  double edges = std::clamp(chunk, smallest, double(n_edges));
   auto as_chunk = [&](double e) { return e < double(n_edges) ? int(e) : 0; };
-  double p = peak(as_chunk(edges));
-  while (p > budget && edges > smallest) {
-    const double smaller = std::max(smallest, 0.95 * edges);
-    const double q = peak(as_chunk(smaller));
-    if (q >= p) break;
-    edges = smaller;
-    p = q;
+  int best = 0;
+  double best_peak = 0;
+  for (double edges = double(n_edges);; edges = std::max(smallest, 0.95 * edges)) {
+    const int chunk = as_chunk(edges);
+    const double p = peak(chunk);
+    if (p <= budget) return chunk;
+    if (edges == double(n_edges) || p < best_peak) best = chunk, best_peak = p;
+    if (edges <= smallest) break;
   }
-  return as_chunk(edges);
+  return best;
 }
 
 }  // namespace
@@ -100,10 +101,8 @@ ActivationPlan plan_activations(const MemoryModel& m, std::int64_t n_edges, std:
   }
   // Every layer recomputed, and still over: edge chunks as large as the budget allows (with
   // every layer recomputed the peak is fixed + chunk max_t backward_t), never below kMinEdgeChunk.
-  const double heaviest = *std::max_element(m.backward_per_edge.begin(), m.backward_per_edge.end());
-  const double fixed = m.margin * (double(n_edges) * m.persistent_per_edge + double(n_nodes) * m.per_node);
-  plan.edge_chunk = chunk_for(budget, fixed, heaviest, m.margin, n_edges,
-                              [&](int c) { return predicted_peak(m, n_edges, n_nodes, plan.recompute, c); });
+  plan.edge_chunk =
+      chunk_for(n_edges, budget, [&](int c) { return predicted_peak(m, n_edges, n_nodes, plan.recompute, c); });
   plan.predicted_bytes = predicted_peak(m, n_edges, n_nodes, plan.recompute, plan.edge_chunk);
   plan.fits = plan.predicted_bytes <= budget;
   if (plan.fits || !m.has_stream()) return plan;
@@ -111,9 +110,8 @@ ActivationPlan plan_activations(const MemoryModel& m, std::int64_t n_edges, std:
   // and each layer's node activations; taken when it fits or at least needs less.
   ActivationPlan streamed = plan;
   streamed.stream = true;
-  const double stream_fixed = m.margin * (double(n_edges) * m.stream_per_edge + double(n_nodes) * m.stream_per_node);
-  streamed.edge_chunk = chunk_for(budget, stream_fixed, m.stream_chunk_per_edge, m.margin, n_edges,
-                                  [&](int c) { return predicted_stream_peak(m, n_edges, n_nodes, c); });
+  streamed.edge_chunk =
+      chunk_for(n_edges, budget, [&](int c) { return predicted_stream_peak(m, n_edges, n_nodes, c); });
   streamed.predicted_bytes = predicted_stream_peak(m, n_edges, n_nodes, streamed.edge_chunk);
   streamed.fits = streamed.predicted_bytes <= budget;
   return streamed.predicted_bytes < plan.predicted_bytes ? streamed : plan;

@@ -76,8 +76,9 @@ double chunk_graph_bytes(std::int64_t n_edges, std::int64_t n_nodes, int edge_ch
 // The plan for a step of n_edges / n_nodes under budget bytes (<= 0: no limit, keep all):
 // keep; else the fewest recomputed layers; else every layer recomputed in edge chunks; and where
 // that does not fit and the model has a stream plan, every layer streamed in chunks sized to fit.
-// Chunks are never smaller than kMinEdgeChunk edges: below that the plan is returned with
-// fits = false, and the caller says so (a step that does not fit would fail in an allocation).
+// Chunks are never smaller than kMinEdgeChunk edges. Where no chunk fits, the plan is returned
+// with fits = false and the chunk of the least predicted memory, and the caller says so (a step
+// that does not fit would fail in an allocation).
 inline constexpr int kMinEdgeChunk = 4096;
 ActivationPlan plan_activations(const MemoryModel& m, std::int64_t n_edges, std::int64_t n_nodes, double budget);
 

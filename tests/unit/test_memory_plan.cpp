@@ -4,6 +4,8 @@
 // and chunk, are a small correction, as in the engine's models).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "memory_plan.hpp"
 
 namespace {
@@ -144,6 +146,41 @@ TEST(MemoryPlan, StreamsWhereChunksAloneDoNotFit) {
   EXPECT_TRUE(over.stream);
   EXPECT_FALSE(over.fits);
   EXPECT_EQ(over.edge_chunk, kMinEdgeChunk);
+}
+
+// Nothing fits where what every chunk plan holds through the step (N stream_per_node + E
+// stream_per_edge) is over the budget already: the plan said not to fit is the
+// one of the least predicted memory, which lies between the ends of the chunk ladder when the
+// chunk graphs (node-sized offsets per chunk) outgrow the running chunk's saving. The numbers
+// are a UMA-S-sized model's, fp32, at a million atoms of bcc Cu (about 64 M edges) on a card
+// of 78 GB: 64.7 kB per node through the step, 37 kB per edge of the running chunk.
+TEST(MemoryPlan, ANodeHeavyStepThatFitsNowhereGetsTheChunkOfTheLeastMemory) {
+  MemoryModel m = four_layers();
+  m.stream_per_edge = 158;
+  m.stream_per_node = 64.7 * kB;
+  m.stream_chunk_per_edge = 37 * kB;
+  m.margin = 1.1;
+  const std::int64_t E = 64000000, N = 1024000;
+  const double budget = 78e9;
+  ASSERT_GT(m.margin * (N * m.stream_per_node + E * m.stream_per_edge), budget) << "the fixed part is over the budget";
+  const ActivationPlan p = plan_activations(m, E, N, budget);
+  EXPECT_TRUE(p.stream);
+  EXPECT_FALSE(p.fits);
+  // peak(c) = fixed + c a + (E / c) b is least at c = sqrt(E b / a), b = 8 (N + 1): about
+  // 1.2e5 edges; the ladder's rungs are 5 % apart.
+  const double best = std::sqrt(double(E) * 8.0 * double(N + 1) / m.stream_chunk_per_edge);
+  EXPECT_GT(p.edge_chunk, 0.9 * best);
+  EXPECT_LT(p.edge_chunk, 1.1 * best);
+  EXPECT_DOUBLE_EQ(p.predicted_bytes, predicted_stream_peak(m, E, N, p.edge_chunk));
+  for (const double f : {0.8, 1.25})
+    EXPECT_LT(p.predicted_bytes, predicted_stream_peak(m, E, N, int(f * p.edge_chunk))) << f;
+  EXPECT_LT(2.0 * p.predicted_bytes, predicted_stream_peak(m, E, N, kMinEdgeChunk))
+      << "the smallest chunk would need more than twice the memory";
+  // With a budget above that least peak, the largest chunk that fits (fewest chunks).
+  const ActivationPlan roomy = plan_activations(m, E, N, 1.2 * p.predicted_bytes);
+  EXPECT_TRUE(roomy.fits);
+  EXPECT_GT(roomy.edge_chunk, p.edge_chunk);
+  EXPECT_GT(predicted_stream_peak(m, E, N, int(roomy.edge_chunk / 0.95) + 1), 1.2 * p.predicted_bytes);
 }
 
 }  // namespace
