@@ -462,7 +462,13 @@ int print_plans(const std::string& size, const std::string& potential_path, cons
     std::fprintf(stderr, "edgeframe_bench: --plan EDGES,NODES needs --potential FILE\n");
     return 2;
   }
-  const std::int64_t E = std::stoll(size.substr(0, comma)), N = std::stoll(size.substr(comma + 1));
+  auto count = [&](const std::string& text) {  // the whole text a count >= 0, or an error
+    std::size_t used = 0;
+    const long long v = std::stoll(text, &used);
+    if (used != text.size() || v < 0) throw std::invalid_argument("not a count of edges or nodes: '" + text + "'");
+    return std::int64_t(v);
+  };
+  const std::int64_t E = count(size.substr(0, comma)), N = count(size.substr(comma + 1));
   const Potential pot = read_potential(potential_path);
   const Evaluator ev(pot, options);
   const MemoryModel m = ev.memory_model();
@@ -595,7 +601,14 @@ int main(int argc, char** argv) {
                  "edgeframe_bench: --cuda-graph is for --case mode (a replayed step has no per-kernel split)\n");
     return 2;
   }
-  if (!plan_size.empty()) return print_plans(plan_size, potential_path, options);
+  if (!plan_size.empty()) {
+    try {
+      return print_plans(plan_size, potential_path, options);
+    } catch (const std::exception& e) {  // a bad size, an unreadable potential, stream with v1
+      std::fprintf(stderr, "edgeframe_bench: --plan %s: %s\n", plan_size.c_str(), e.what());
+      return 2;
+    }
+  }
   if (!case_path.empty()) {
     try {
       CaseProfiles profiles;

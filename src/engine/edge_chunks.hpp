@@ -32,6 +32,12 @@ class EdgeChunks {
         contexts.back().graph = cg;
       }
     } else {
+      // One chunk: the step's own graph. Chunk graphs of an earlier plan go (a plan that
+      // streamed a large graph in small chunks would otherwise hold them for the model's life).
+      m_graphs.clear();
+      m_edges.clear();
+      m_revision = 0;
+      m_edge_chunk = -1;
       ranges.emplace_back(0, E);
       contexts.push_back(step);
     }

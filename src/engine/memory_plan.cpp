@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace edgeframe {
 
@@ -62,7 +63,8 @@ namespace {
 template <class Peak>
 int chunk_for(std::int64_t n_edges, double budget, Peak&& peak) {
   const double smallest = std::min<double>(kMinEdgeChunk, double(n_edges));
-  auto as_chunk = [&](double e) { return e < double(n_edges) ? int(e) : 0; };
+  constexpr double largest = std::numeric_limits<int>::max();  // a chunk is an int edge count
+  auto as_chunk = [&](double e) { return e < double(n_edges) ? int(std::min(e, largest)) : 0; };
   int best = 0;
   double best_peak = 0;
   for (double edges = double(n_edges);; edges = std::max(smallest, 0.95 * edges)) {

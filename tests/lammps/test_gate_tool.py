@@ -202,3 +202,9 @@ def test_bench_plan_prints_the_memory_models_peak_for_each_plan(bench):
     assert not any(p["plan"].startswith("stream") for p in v1)
     out = subprocess.run([str(bench), "--plan", "1000,10"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "--plan EDGES,NODES needs --potential FILE" in out.stderr
+    # A size that is not two counts, or a file that cannot be read: an error line, no PLAN line.
+    for size, potential, said in (("1000x,10", "C-diamond-v2.safetensors", "not a count of edges or nodes: '1000x'"),
+                                  ("1000,10", "no-such-file.safetensors", "no-such-file.safetensors")):
+        out = subprocess.run([str(bench), "--plan", size, "--potential", str(REPO / "potentials" / potential)],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2 and said in out.stderr and "PLAN" not in out.stdout, (out.stdout, out.stderr)

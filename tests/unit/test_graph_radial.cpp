@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <deque>
 #include <random>
 #include <tuple>
 #include <vector>
 
+#include "edge_chunks.hpp"
 #include "exec_spaces.hpp"
 #include "graph.hpp"
 #include "graph_chunk.hpp"
@@ -217,6 +219,38 @@ TEST(GraphChunk, ReceiverRangesAreNeverEmptyAndCoverEveryNode) {
   // receivers 0-2 (2 edges) | 3 (9 edges, alone) | 4 (2: with 5 it would be 5) | 5-7 (4 edges)
   EXPECT_EQ(b, (std::vector<int>{0, 3, 4, 5, 8}));
   EXPECT_EQ(kk::chunk_receivers(ro, 100), (std::vector<int>{0, 8}));
+}
+
+// The engine's chunk graphs (edge_chunks.hpp, activations recompute and stream): a plan of one
+// chunk after a chunked plan lets the chunk graphs go (a plan that streamed a large graph in
+// small chunks must not hold them for the model's life); chunking again builds them anew.
+TEST(EdgeChunks, OneChunkLetsTheChunkGraphsOfAnEarlierPlanGo) {
+  using Exec = bridge::Exec;
+  const auto s = make_system(40, 8.0, 11);
+  const auto d = upload<Exec>(s);
+  Exec exec;
+  kk::PairList<Exec> pl{d.i, d.j, d.shift, false};
+  impl::StepContext step;
+  step.graph = kk::build_graph(exec, pl, kk::Vec3View<const double, Exec>(d.x), int(s.x.size()), 3.1);
+  const int chunk = step.graph.n_edges / 5;
+  impl::EdgeChunks chunks;
+  auto contexts_for = [&](int edge_chunk) {
+    std::deque<impl::StepContext> contexts;
+    std::vector<std::pair<int, int>> ranges;
+    chunks.step_contexts(exec, step, edge_chunk, contexts, ranges);
+    EXPECT_EQ(contexts.size(), ranges.size());
+    return ranges.size();
+  };
+  ASSERT_GE(contexts_for(chunk), 5u);
+  EXPECT_GT(chunks.bytes(), 0u);
+  EXPECT_EQ(chunks.builds(), 1);
+  EXPECT_EQ(contexts_for(0), 1u);
+  EXPECT_EQ(chunks.bytes(), 0u) << "the chunk graphs of the chunked plan are still held";
+  EXPECT_EQ(contexts_for(step.graph.n_edges), 1u);
+  EXPECT_EQ(chunks.bytes(), 0u);
+  ASSERT_GE(contexts_for(chunk), 5u);
+  EXPECT_GT(chunks.bytes(), 0u);
+  EXPECT_EQ(chunks.builds(), 2);
 }
 
 TYPED_TEST(GraphTest, ChunksAreThePartsOfTheGraphIntoTheirReceivers) {
