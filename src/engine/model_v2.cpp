@@ -339,7 +339,7 @@ Tensor ModelV2::balance(const Tensor& h, int n_owned, GlobalReduce* reduce) cons
 // embedding's radial inputs and its messages [(L + 1) C], the Gaussians and what their
 // expression keeps (3 G), the band, its gradient and derivative, the edge vectors, the int32
 // table rows and the Kokkos workspace, as v1's count of those.
-MemoryModel ModelV2::memory_model() const {
+MemoryModel ModelV2::memory_model(bool lean_stream) const {
   const ModelConfigV2& cfg = m_cfg;
   const double vb = m_dtype == torch::kFloat64 ? 8.0 : 4.0;
   const int L = cfg.lmax, M = cfg.mmax, C = cfg.channels, H = cfg.hidden_channels, Ce = cfg.edge_channels;
@@ -364,7 +364,8 @@ MemoryModel ModelV2::memory_model() const {
   // Stream (streamed_edges.hpp). Per edge through the step: the edge vectors in the workspace,
   // dE/dr_e there at the end, the gradient each layer returns and autograd's sum of them
   // (doubles), the int32 table rows. Per node: each layer's input and its input to the
-  // feed-forward (2 [D, C] per layer), and while a layer's backward runs the larger of its node
+  // feed-forward (2 [D, C] per layer; lean, the feed-forward inputs and layer 0's input alone:
+  // layers + 1 [D, C]), and while a layer's backward runs the larger of its node
   // part's activations and the chunk pass's node-sized tensors (the prepared features, a
   // chunk's sum and gradient, their running sum, the incoming gradient): 4 [D, C] and the
   // feed-forward's hidden rows 2 [D, H], as measured on the host (unit test
@@ -373,19 +374,25 @@ MemoryModel ModelV2::memory_model() const {
   // Per edge of the running chunk: its workspace slots, geometry tensors and Gaussians as in
   // persistent_per_edge, and the heaviest of the layers' backward and the edge-degree part.
   m.stream_per_edge = 4.0 * 3.0 * 8.0 + 1.125 * 2.0 * 3.0 * 8.0 + 2 * 4.0;
-  m.stream_per_node = vb * double(D) * (2.0 * C * cfg.layers + 4.0 * C + 2.0 * H) + 1.125 * (1 + 3 + 9) * 8.0;
+  const double kept_rows = lean_stream ? cfg.layers + 1.0 : 2.0 * cfg.layers;
+  m.stream_per_node = vb * double(D) * (kept_rows * C + 4.0 * C + 2.0 * H) + 1.125 * (1 + 3 + 9) * 8.0;
   const double heaviest = *std::max_element(m.backward_per_edge.begin(), m.backward_per_edge.end());
   m.stream_chunk_per_edge =
       vb * (3.0 * band + 2.0 * D + gaussians) + workspace_per_edge + std::max(heaviest, vb * edge_degree);
   return m;
 }
 
-const ActivationPlan& ModelV2::plan_for(std::int64_t E, std::int64_t N) {
-  if (E == m_plan_edges && N == m_plan_nodes) return m_plan;
-  m_plan = choose_activation_plan(memory_model(), m_activations, m_edge_chunk, m_memory_budget, E, N);
+const ActivationPlan& ModelV2::plan_for(std::int64_t E, std::int64_t N, bool lean_stream) {
+  if (E == m_plan_edges && N == m_plan_nodes && lean_stream == m_plan_lean) return m_plan;
+  m_plan = choose_activation_plan(memory_model(lean_stream), m_activations, m_edge_chunk, m_memory_budget, E, N);
   m_plan_edges = E;
   m_plan_nodes = N;
+  m_plan_lean = lean_stream;
   return m_plan;
+}
+
+bool ModelV2::lean_stream_applies(const What& what) const {
+  return !what.exchange && !(what.reduce && balanced_ranges() > 0);
 }
 
 int ModelV2::balanced_ranges() const {
@@ -399,7 +406,7 @@ Result ModelV2::compute(const AtomGraph& graph, kk::Vec3View<const double, Exec>
   // MPI from the host between layers), no recomputation and no streaming (host code between the
   // layers or the chunks) and no roll (tests).
   const bool grad = what.forces || what.virial || what.atom_virial;
-  const ActivationPlan& plan = plan_for(graph.edges.n_edges, graph.edges.n_nodes);
+  const ActivationPlan& plan = plan_for(graph.edges.n_edges, graph.edges.n_nodes, lean_stream_applies(what));
   const bool recomputes = (grad && plan.any_recomputed()) || plan.stream;
   const bool reduces = what.reduce && balanced_ranges() > 0;
   const bool graphed =
@@ -521,12 +528,17 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
   };
   // The plan's recomputed layers: their edge parts keep only their inputs and run again in the
   // backward pass (recomputed_layer), chunk by chunk. Streamed layers (all of them, plan.stream)
-  // keep only their input and their feed-forward's input (streamed_edges, checkpointed).
+  // keep only their feed-forward's input and layer 0 its input (streamed_edges with the layer
+  // before's node part as its base; the last node part checkpointed), or, where a node part makes
+  // a collective call, each its input and its feed-forward's input.
   std::deque<LayerFn> edge_parts;
   std::deque<std::function<Tensor(const Tensor&)>> node_parts;
   // Rows n_live.. (exchange mode: ghosts) are overwritten by the next layer's exchange and carry
   // no energy: their feed-forward is dead work, so they leave each layer with its messages only.
   const int n_live = step.exchange ? graph.n_local : N;
+  // Lean stream (lean_stream_applies): a layer's node part may run again in the backward pass
+  // of the next layer's streamed unit, so it must make no collective call.
+  const bool lean = stream && lean_stream_applies(what);
   for (int t = 0; t < cfg.layers; ++t) {
     const Layer& lw = m_layers[t];
     // Exchange mode: ghost rows come from their owners before every layer (layer 0 too: the
@@ -541,7 +553,14 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
       };
       parts.ranges = chunk_edges;
       parts.recomputed = &m_layers_recomputed;
-      h = h + streamed_edges(parts, h, vec_t);
+      // Lean: layer t - 1's node part is folded into this unit, which then keeps only that
+      // part's input (layer t - 1's feed-forward input), not that and its output as well.
+      if (lean && t > 0)
+        parts.base = [&, t](const Tensor& x) {
+          return balance(with_feed_forward(m_layers[t - 1], x, n_live), graph.n_local, what.reduce);
+        };
+      h = parts.base ? streamed_edges(parts, h, vec_t) : h + streamed_edges(parts, h, vec_t);
+      if (lean && t + 1 < cfg.layers) continue;  // its node part runs in the next layer's unit
       node_parts.push_back([this, t, n_live](const Tensor& x) { return with_feed_forward(m_layers[t], x, n_live); });
       h = grad ? checkpointed(node_parts.back(), h) : node_parts.back()(h);
       h = balance(h, graph.n_local, what.reduce);

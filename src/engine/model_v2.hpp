@@ -32,7 +32,9 @@ class ModelV2 {
   const Workspace& workspace() const { return m_workspace; }
   long layers_recomputed() const { return m_layers_recomputed; }    // edge parts run again (recomputed layers)
   const ActivationPlan& activation_plan() const { return m_plan; }  // of the last step
-  MemoryModel memory_model() const;
+  // lean_stream: the stream plan keeps layers + 1 feature rows per node (lean_stream_applies),
+  // not 2 per layer.
+  MemoryModel memory_model(bool lean_stream = true) const;
   long edge_chunk_builds() const { return m_chunks.builds(); }
   std::size_t edge_chunk_bytes() const { return m_chunks.bytes(); }
   long cuda_graph_captures() const { return m_graphed.captures(); }
@@ -75,7 +77,12 @@ class ModelV2 {
   double m_memory_budget = 0;                   // EvaluatorOptions::memory_budget
   ActivationPlan m_plan;                        // plan_for's, made again when the graph's size changes
   std::int64_t m_plan_edges = -1, m_plan_nodes = -1;
-  const ActivationPlan& plan_for(std::int64_t E, std::int64_t N);
+  bool m_plan_lean = true;
+  const ActivationPlan& plan_for(std::int64_t E, std::int64_t N, bool lean_stream);
+  // A streamed step folds each layer's node part into the next layer's unit (streamed_edges.hpp
+  // StreamedEdges::base) unless that part makes a collective call: the exchange, or charge and
+  // spin balance summed over ranks.
+  bool lean_stream_applies(const What& what) const;
   bool m_cuda_graph = false;                       // EvaluatorOptions::cuda_graph
   int m_edge_chunk = 0;                            // EvaluatorOptions::edge_chunk (activations recompute)
   EdgeChunks m_chunks;                             // of the last graph seen (edge_chunk > 0)

@@ -16,13 +16,18 @@ const T& from_handle(AutogradContext* ctx, const char* key) {
 }
 
 struct StreamedEdgesFn : public torch::autograd::Function<StreamedEdgesFn> {
-  static Tensor forward(AutogradContext* ctx, const Tensor& h, const Tensor& vec, std::int64_t parts_handle) {
+  static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& vec, std::int64_t parts_handle) {
     ctx->saved_data["parts"] = parts_handle;
-    ctx->save_for_backward({h, vec});
+    ctx->save_for_backward({x, vec});
     const auto& parts = *reinterpret_cast<const StreamedEdges*>(parts_handle);
     const torch::NoGradGuard no_grad;
-    const Tensor n = h.numel() > 0 && parts.prepare ? parts.prepare(h) : h;
-    Tensor sum;
+    const bool has_x = x.numel() > 0;
+    Tensor n, sum;
+    {
+      const Tensor h = has_x && parts.base ? parts.base(x) : x;
+      n = has_x && parts.prepare ? parts.prepare(h) : h;
+      if (parts.base) sum = h.clone();  // a copy: base may give back x or a view of it
+    }
     for (std::size_t k = 0; k < parts.ranges.size(); ++k) {
       const auto [e0, e1] = parts.ranges[k];
       const Tensor part = parts.chunk(n, vec.narrow(0, e0, e1 - e0), int(k));
@@ -37,17 +42,25 @@ struct StreamedEdgesFn : public torch::autograd::Function<StreamedEdgesFn> {
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
     const auto& parts = from_handle<StreamedEdges>(ctx, "parts");
     const variable_list saved = ctx->get_saved_variables();
-    const Tensor &h = saved[0], &vec = saved[1];
-    const bool has_h = h.numel() > 0;
-    const bool want_h = has_h && ctx->needs_input_grad(0), want_vec = ctx->needs_input_grad(1);
+    const Tensor &x = saved[0], &vec = saved[1];
+    const bool has_x = x.numel() > 0;
+    const bool want_x = has_x && ctx->needs_input_grad(0), want_vec = ctx->needs_input_grad(1);
     variable_list result(3);
-    if (!want_h && !want_vec) return result;
-    Tensor h_leaf, n, n_leaf = h;
-    if (has_h) {
-      const torch::AutoGradMode grad_on(true);
-      h_leaf = h.detach().requires_grad_(want_h);
-      n = parts.prepare ? parts.prepare(h_leaf) : h_leaf;
-      n_leaf = parts.prepare ? n.detach().requires_grad_(want_h) : h_leaf;
+    if (!want_x && !want_vec) return result;
+    // What the chunks read, as a leaf. With a base it is made without autograd here (the base's
+    // activations are node-sized: not held through the chunks) and again with it after them.
+    Tensor x_leaf, n, n_leaf = x;
+    if (has_x) {
+      if (parts.base) {
+        const torch::NoGradGuard no_grad;
+        const Tensor h = parts.base(x);
+        n_leaf = (parts.prepare ? parts.prepare(h) : h).detach().requires_grad_(want_x);
+      } else {
+        const torch::AutoGradMode grad_on(true);
+        x_leaf = x.detach().requires_grad_(want_x);
+        n = parts.prepare ? parts.prepare(x_leaf) : x_leaf;
+        n_leaf = parts.prepare ? n.detach().requires_grad_(want_x) : x_leaf;
+      }
     }
     Tensor grad_n;
     Tensor grad_vec = want_vec ? torch::zeros_like(vec) : Tensor();
@@ -56,7 +69,7 @@ struct StreamedEdgesFn : public torch::autograd::Function<StreamedEdgesFn> {
       if (parts.recomputed) ++*parts.recomputed;
       const Tensor vec_k = vec.narrow(0, e0, e1 - e0).detach().requires_grad_(want_vec);
       variable_list wrt;
-      if (want_h) wrt.push_back(n_leaf);
+      if (want_x) wrt.push_back(n_leaf);
       if (want_vec) wrt.push_back(vec_k);
       Tensor part;
       {
@@ -64,14 +77,29 @@ struct StreamedEdgesFn : public torch::autograd::Function<StreamedEdgesFn> {
         part = parts.chunk(n_leaf, vec_k, int(k));
       }
       const variable_list g = torch::autograd::grad({part}, wrt, {grad_out[0]}, false, false, true);
-      if (want_h && g[0].defined()) grad_n = grad_n.defined() ? grad_n + g[0] : g[0];
+      if (want_x && g[0].defined()) grad_n = grad_n.defined() ? grad_n + g[0] : g[0];
       // Copied now: the geometry's backward returns workspace memory, which the next chunk reuses.
       if (want_vec && g.back().defined()) grad_vec.narrow(0, e0, e1 - e0).copy_(g.back());
     }
-    if (want_h && grad_n.defined()) {
+    if (want_x && parts.base) {
+      // dL/dx through h = base(x): the chunks' gradient reaches h through prepare, the unit's
+      // own output (h + the sum) directly.
+      n_leaf = Tensor();
+      const torch::AutoGradMode grad_on(true);
+      x_leaf = x.detach().requires_grad_(true);
+      const Tensor h = parts.base(x_leaf);
+      if (!grad_n.defined()) {
+        result[0] = torch::autograd::grad({h}, {x_leaf}, {grad_out[0]}, false, false, true)[0];
+      } else if (parts.prepare) {
+        const Tensor nn = parts.prepare(h);
+        result[0] = torch::autograd::grad({h, nn}, {x_leaf}, {grad_out[0], grad_n}, false, false, true)[0];
+      } else {
+        result[0] = torch::autograd::grad({h}, {x_leaf}, {grad_out[0] + grad_n}, false, false, true)[0];
+      }
+    } else if (want_x && grad_n.defined()) {
       if (parts.prepare) {
         const torch::AutoGradMode grad_on(true);
-        result[0] = torch::autograd::grad({n}, {h_leaf}, {grad_n}, false, false, true)[0];
+        result[0] = torch::autograd::grad({n}, {x_leaf}, {grad_n}, false, false, true)[0];
       } else {
         result[0] = grad_n;
       }
@@ -102,11 +130,12 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
 
 }  // namespace
 
-Tensor streamed_edges(const StreamedEdges& parts, const Tensor& h, const Tensor& vec) {
+Tensor streamed_edges(const StreamedEdges& parts, const Tensor& x, const Tensor& vec) {
   if (parts.ranges.empty() || !parts.chunk)
     throw ComputeError("edgeframe: streamed_edges needs at least one chunk and its function");
+  if (parts.base && !x.defined()) throw ComputeError("edgeframe: streamed_edges with a base needs a node input");
   // autograd functions take defined tensors only: an empty one stands for no node input
-  const Tensor input = h.defined() ? h : torch::empty({0}, vec.options());
+  const Tensor input = x.defined() ? x : torch::empty({0}, vec.options());
   return StreamedEdgesFn::apply(input, vec, reinterpret_cast<std::int64_t>(&parts));
 }
 

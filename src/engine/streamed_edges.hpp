@@ -13,6 +13,12 @@
 namespace edgeframe::impl {
 
 struct StreamedEdges {
+  // The unit's input x -> the layer's input h (the node part of the layer before, folded into
+  // this unit so that the step keeps x alone, not x and h); empty: h = x and the sum below
+  // leaves h out (the caller adds it). Set, the unit returns h + the chunks' sum. Runs twice in
+  // the backward pass (once to feed the chunks, once with autograd after them): it must make no
+  // collective call (exchange, global sums).
+  std::function<torch::Tensor(const torch::Tensor& x)> base;
   // Node features h -> what the chunks read (a layer's rms_norm_sh); empty: h itself. Runs once
   // per pass over the chunks, and its gradient is taken once after the chunks' are summed.
   std::function<torch::Tensor(const torch::Tensor& h)> prepare;
@@ -24,11 +30,12 @@ struct StreamedEdges {
   long* recomputed = nullptr;               // incremented per chunk run again in the backward pass (or none)
 };
 
-// sum_k parts.chunk(prepare(h), vec[e0_k:e1_k], k), keeping only h and vec; the backward pass
-// runs every chunk again with autograd and returns dL/dh and dL/dvec ([E, 3], each chunk's rows
-// written in place: no per-chunk tensor of all edges). h may be undefined (the edge-degree
-// embedding: no node input). `parts` must outlive the backward pass.
-torch::Tensor streamed_edges(const StreamedEdges& parts, const torch::Tensor& h, const torch::Tensor& vec);
+// sum_k parts.chunk(prepare(h), vec[e0_k:e1_k], k), with h = base(x) added where parts.base is
+// set (h = x otherwise), keeping only x and vec; the backward pass runs every chunk again with
+// autograd and returns dL/dx and dL/dvec ([E, 3], each chunk's rows written in place: no
+// per-chunk tensor of all edges). x may be undefined (the edge-degree embedding: no node input).
+// `parts` must outlive the backward pass.
+torch::Tensor streamed_edges(const StreamedEdges& parts, const torch::Tensor& x, const torch::Tensor& vec);
 
 // f(x) keeping only x; the backward pass runs f again with autograd (a layer's node part, whose
 // activations are several node-sized tensors). `f` must outlive the backward pass.
