@@ -12,6 +12,7 @@
 #include "bridge.hpp"
 #include "errors.hpp"
 #include "forces.hpp"
+#include "potential_json.hpp"
 #include "runtime.hpp"
 #include "streamed_edges.hpp"
 
@@ -145,6 +146,20 @@ std::string ModelV2::set_system(const SystemInputs& in) {
   }
   const double n_atoms = counts.sum().item<double>();
   if (!(n_atoms > 0)) throw InputError("model v2 needs the composition of the system (no atoms given)");
+  // An element the task gives no reference energy, where it gives one to others, is one the
+  // model was not trained on (a file of our trainer holds each trained element's fitted e0;
+  // fairchem's tables are zero for elements absent from the data): its energies and forces would
+  // mean nothing, and the run would not say so.
+  const std::vector<double>& refs = task->element_references;
+  std::string trained;
+  for (std::size_t z = 1; z < refs.size() && z <= kElements.size(); ++z)
+    if (refs[z] != 0.0) trained += (trained.empty() ? "" : ", ") + std::string(kElements[z - 1]);
+  if (!trained.empty())
+    for (std::size_t z = 1; z < in.atoms_per_z.size(); ++z)
+      if (in.atoms_per_z[z] > 0 && (z >= refs.size() || refs[z] == 0.0))
+        throw InputError("element " + std::string(z <= kElements.size() ? kElements[z - 1] : "?") +
+                         " has no reference energy in task '" + task_name +
+                         "' of this model, so the model was not trained on it (elements with one: " + trained + ")");
 
   // UMA's mixture of linear experts: coefficients from the routing MLP, the merged weights
   // sum_k alpha_k W_k (fairchem eSCNMDMoeBackbone.set_MOLE_coefficients and merge_MOLE_model).

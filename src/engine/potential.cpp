@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -138,7 +139,17 @@ json parse_json_strict(const char* first, const char* last, std::string& error) 
   try {
     out = json::parse(first, last, cb, true);
   } catch (const json::exception& err) {
-    error = err.what();
+    // nlohmann quotes the bytes it stopped at: bytes outside printable ASCII as \xNN, so that a
+    // binary file's header does not put raw bytes into the message (and the LAMMPS log).
+    error.clear();
+    for (const unsigned char c : std::string(err.what())) {
+      if (c >= 0x20 && c < 0x7f) {
+        error += char(c);
+      } else {
+        static const char* hex = "0123456789abcdef";
+        error += std::string("\\x") + hex[c >> 4] + hex[c & 15];
+      }
+    }
     return json();
   }
   if (!duplicate.empty()) {
@@ -441,9 +452,17 @@ Potential parse_potential(const std::uint8_t* bytes, std::size_t size, const std
 }
 
 Potential read_potential(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw InputError("potential file " + path + " is not a regular file (a directory?)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot open potential file " + path);
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::uint8_t> bytes;
+  try {
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (const std::exception& err) {  // libstdc++ throws from the stream buffer on read errors
+    throw InputError("cannot read potential file " + path + ": " + err.what());
+  }
   if (in.bad()) throw InputError("cannot read potential file " + path);
   return parse_potential(bytes.data(), bytes.size(), path);
 }

@@ -41,6 +41,7 @@ struct ModelJson {
     return static_cast<int>(v.get<std::int64_t>());
   }
   double positive(const char* key) const {
+    at(key);  // a missing key is named with the file, as at() does
     double out = 0;
     check_positive_number(model, key, out, path);
     return out;
@@ -86,6 +87,10 @@ TaskV2 check_task(const std::string& name, const json& t, const ModelConfigV2& c
     if (!is_number(need(key))) fail(path, "invalid model hyperparameters: " + where + ": " + key + " must be a number");
     *dst = need(key).get<double>();
   }
+  // The energy head's output is scaled by rmsd: 0 would give zero forces everywhere, silently.
+  if (!(task.rmsd > 0) || !std::isfinite(task.rmsd))
+    fail(path, "invalid model hyperparameters: " + where + ": rmsd must be a finite positive number, got " +
+                   show(need("rmsd")));
   const json& refs = need("element_references");
   if (!refs.is_null()) {
     if (!refs.is_array() || int(refs.size()) != cfg.max_num_elements)
@@ -119,6 +124,12 @@ ModelConfig check_config_v2(const json& meta, Potential& pot, const std::string&
   for (const auto& k : kTopKeysV2)
     if (!meta.contains(k)) missing.push_back(k);
   if (!missing.empty()) fail(path, "config is missing key(s): " + join(missing));
+  std::vector<std::string> unknown;
+  for (const auto& [k, v] : meta.items())
+    if (std::find(kTopKeysV2.begin(), kTopKeysV2.end(), k) == kTopKeysV2.end()) unknown.push_back(k);
+  if (!unknown.empty())
+    fail(path, "config has unknown key(s): " + join(unknown) + " (a model hyperparameter belongs under 'model')");
+  if (!meta.at("provenance").is_object()) fail(path, "provenance must be an object");
   if (meta.at("units") != json("metal"))
     fail(path, "units are " + show(meta.at("units")) + "; only 'metal' is supported");
   const json& dtype = meta.at("dtype");
@@ -126,9 +137,8 @@ ModelConfig check_config_v2(const json& meta, Potential& pot, const std::string&
     fail(path, "dtype " + show(dtype) + " is not one of float64, float32");
   pot.dtype = dtype.get<std::string>();
   pot.trained_precision = "fairchem";
-  if (meta.at("provenance").is_object())
-    for (const auto& [k, v] : meta.at("provenance").items())
-      if (v.is_string()) pot.provenance[k] = v.get<std::string>();
+  for (const auto& [k, v] : meta.at("provenance").items())
+    if (v.is_string()) pot.provenance[k] = v.get<std::string>();
   const json& model = meta.at("model");
   if (!model.is_object()) fail(path, "config 'model' is not a JSON object");
   std::vector<std::string> extra;

@@ -47,7 +47,10 @@ void PairEdgeframe::deviation_keyword(const std::string &key, const std::string 
     dev.out_file = value;
   } else if (key == "relative" || key == "relative_v") {
     const double level = utils::numeric(FLERR, value, false, lmp);
-    if (!(level >= 0.0)) error->all(FLERR, "pair_style edgeframe: {} must be >= 0 (got {})", key, value);
+    // > 0: the level keeps an atom (or virial component) with a zero mean from a 0 / 0
+    if (!(level > 0.0))
+      error->all(FLERR, "pair_style edgeframe: {} must be > 0 (got {}; it is added to the mean in the denominator)",
+                 key, value);
     (key == "relative" ? dev.relative : dev.relative_v) = level;
   }
 }

@@ -67,6 +67,24 @@ void PairEdgeframe::check_run_preconditions(bool need_newton)
                              "(edgeframe/kk needs it on several ranks and with fold_images no)"
                            : "");
   if (atom->tag_enable == 0) error->all(FLERR, "pair_style edgeframe requires atom IDs");
+  // The model's graph is every pair within r_cut. A pair LAMMPS leaves out of the neighbour list
+  // changes the messages of its atoms, and so the forces on every atom the message passing
+  // reaches, not only that pair's: refused rather than run with wrong forces.
+  // (Neighbor::exclude is set later, in Neighbor::init: its lists' counts are what neigh_modify
+  // set.)
+  if (neighbor->nex_type > 0 || neighbor->nex_group > 0 || neighbor->nex_mol > 0)
+    error->all(FLERR, "pair_style edgeframe needs every pair within the cutoff in its neighbour list: 'neigh_modify "
+                      "exclude' removes pairs, which changes the forces on all atoms near them (remove the exclusion; "
+                      "to hold atoms in place use fix setforce or leave them out of the integrator's group)");
+  if (atom->molecular != Atom::ATOMIC)
+    for (int k = 1; k <= 3; k++)
+      if (force->special_lj[k] == 0.0 && force->special_coul[k] == 0.0)
+        error->all(
+            FLERR,
+            "pair_style edgeframe needs every pair within the cutoff in its neighbour list: special_bonds "
+            "with lj and coul both 0 for 1-{} neighbours removes bonded pairs (use 'special_bonds lj/coul 1 1 1' "
+            "or weights above 0)",
+            k + 1);
   if (!m_potential) error->all(FLERR, "pair_style edgeframe: no pair_coeff given (pair_coeff * * <file> <elements>)");
 }
 

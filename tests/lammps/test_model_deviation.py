@@ -214,6 +214,16 @@ def test_mismatched_architecture_on_two_ranks_is_an_error(lammps, tmp_path, ense
     assert "differ in features per atom" in two.output and "wide.safetensors" in two.output, two.output[-1500:]
 
 
+@pytest.mark.parametrize("keyword", ["relative", "relative_v"])
+def test_a_relative_level_of_zero_is_an_error(lammps, tmp_path, ensemble, keyword):
+    # With L = 0 an atom whose mean force is zero (or a zero virial component) would divide 0 by 0
+    # and write NaN into the deviation file and compute pair.
+    _, paths = ensemble
+    _, _, run = run_ensemble(lammps, tmp_path, paths, keywords=f"{keyword} 0")
+    assert run.returncode != 0
+    assert f"{keyword} must be > 0 (got 0" in run.output, run.output[-1500:]
+
+
 def test_deviation_keywords_without_an_ensemble_are_an_error(lammps, tmp_path, ensemble):
     _, paths = ensemble
     _, _, run = run_ensemble(lammps, tmp_path, [paths[0]])

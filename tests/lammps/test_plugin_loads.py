@@ -76,6 +76,37 @@ def test_newton_off_on_the_kokkos_host_data_path_names_the_package_option(lammps
     assert "-pk kokkos newton on neigh half" in run.output
 
 
+@pytest.mark.parametrize("args", [(), KOKKOS_ARGS])
+def test_neighbour_list_exclusions_are_refused(lammps, args):
+    # A frozen slab set up the way a pair potential allows (neigh_modify exclude between its
+    # atoms) would take those pairs out of the model's graph and change the forces on the atoms
+    # that move: refused, with what to do instead.
+    run = lammps(DIAMOND_BOX + "group low region box\nneigh_modify exclude group low low\n"
+                 f"pair_style edgeframe\npair_coeff * * {GOLDEN_MODEL} C\nrun 0\n", args=args)
+    assert run.returncode != 0
+    assert "needs every pair within the cutoff" in run.output and "neigh_modify exclude" in run.output, run.output[-800:]
+
+
+def test_a_directory_as_the_potential_file_is_named(lammps, tmp_path):
+    (tmp_path / "model.safetensors").mkdir()
+    run = lammps(DIAMOND_BOX + "pair_style edgeframe\npair_coeff * * model.safetensors C\n")
+    assert run.returncode != 0
+    assert "potential file model.safetensors is not a regular file" in run.output, run.output[-800:]
+
+
+@pytest.mark.parametrize("args", [(), KOKKOS_ARGS])
+def test_an_element_a_v2_model_was_not_trained_on_is_refused(lammps, args):
+    # A model v2 file has element tables for every Z below its max_num_elements, but the shipped
+    # carbon potential was trained on carbon alone: its task gives copper no reference energy.
+    v2 = Path(__file__).resolve().parents[2] / "potentials" / "C-diamond-v2.safetensors"
+    run = lammps(DIAMOND_BOX + f"pair_style edgeframe\npair_coeff * * {v2} Cu\nrun 0\n", args=args)
+    assert run.returncode != 0
+    assert ("element Cu has no reference energy in task 'default'" in run.output
+            and "not trained on it (elements with one: C)" in run.output), run.output[-800:]
+    ok = lammps(DIAMOND_BOX + f"pair_style edgeframe\npair_coeff * * {v2} C\nrun 0\n", args=args)
+    assert ok.returncode == 0, ok.output[-800:]
+
+
 def test_corrupt_potential_file_is_named(lammps, tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"\0" * 16)
     run = lammps(DIAMOND_BOX + "pair_style edgeframe\npair_coeff * * model.safetensors C\n")

@@ -4,6 +4,7 @@ rejection test per defect listed in doc/potential-format.md."""
 import json
 import math
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -261,3 +262,27 @@ def test_reject_bad_offsets_and_trailing_bytes(tmp_path, good_file):
     def short(header, meta, data):
         header["readout.1.bias"]["data_offsets"][1] += 8
     rejects(rewrite(tmp_path, good_file, edit_header=short, name="s.st"), "shape needs 8")
+
+
+# ---------------------------------------------------------------- model v2 (the shipped carbon file)
+V2_FILE = Path(__file__).resolve().parents[2] / "potentials" / "C-diamond-v2.safetensors"
+
+
+@pytest.mark.parametrize("edit,words", [
+    (lambda m: m.update(default_task="default"), ("config has unknown key(s): default_task", "belongs under 'model'")),
+    (lambda m: m.update(provenance="trained here"), ("provenance must be an object",)),
+    (lambda m: m["model"]["tasks"]["default"].update(rmsd=0.0), ("rmsd must be a finite positive number, got 0.0",)),
+])
+def test_v2_reader_rejects_a_misplaced_key_a_text_provenance_and_a_zero_rmsd(tmp_path, edit, words):
+    # The Python reader and the engine's (tests/unit/test_potential.cpp) say the same.
+    from edgeframe_ref.potential_io_v2 import read_potential_v2
+    read_potential_v2(V2_FILE)
+    header, meta, data = split(V2_FILE)
+    edit(meta)
+    path = join(tmp_path / "bad.safetensors", header, data, meta)
+    with pytest.raises(PotentialFormatError) as err:
+        read_potential_v2(path)
+    msg = str(err.value)
+    assert str(path) in msg
+    for w in words:
+        assert w in msg, f"{w!r} not in message: {msg}"

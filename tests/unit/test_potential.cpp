@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -276,6 +277,15 @@ TEST(Potential, RejectsHeadersThatAreNotTheFormat) {
   expect_rejected(with_header("{\"a\": 1, \"a\": 2}"), "duplicate key 'a'");
   expect_rejected(with_header("[1, 2, 3]"), "header is not a JSON object");
   expect_rejected(with_header("{\"x\": \"\xff\xfe\"}"), "header is not JSON");
+  // The bytes the JSON parser stopped at are shown escaped: no raw bytes in a message (or a log).
+  try {
+    parse(with_header("{\"x\": \"\xff\xfe\"}"));
+    ADD_FAILURE() << "accepted";
+  } catch (const FormatError& err) {
+    const std::string msg = err.what();
+    EXPECT_NE(msg.find("\\xff"), std::string::npos) << msg;
+    EXPECT_TRUE(std::all_of(msg.begin(), msg.end(), [](char c) { return c >= 0x20 && c < 0x7f; })) << msg;
+  }
   expect_rejected(with_header(std::string(200000, '[') + std::string(200000, ']')), "header is not a JSON object");
   expect_rejected(with_header("{}"), "no 'edgeframe' entry");
   expect_rejected(with_header("{\"__metadata__\": {\"other\": \"x\"}}"), "no 'edgeframe' entry");
@@ -391,6 +401,55 @@ TEST(Potential, ReadPotentialNamesAMissingFile) {
   } catch (const InputError& err) {
     EXPECT_NE(std::string(err.what()).find("/nonexistent/dir/C.safetensors"), std::string::npos);
   }
+}
+
+TEST(Potential, ADirectoryIsNamedAsNotAPotentialFile) {
+  const std::string dir = ::testing::TempDir();
+  try {
+    edgeframe::read_potential(dir);
+    ADD_FAILURE() << "a directory was read as a potential";
+  } catch (const InputError& err) {
+    EXPECT_NE(std::string(err.what()).find("potential file " + dir + " is not a regular file"), std::string::npos)
+        << err.what();
+  }
+}
+
+// Model v2 files: the shipped carbon v2 potential with its config edited (the tensors as they are).
+Bytes shipped_v2_edited(const std::function<void(json&)>& edit_meta) {
+  std::ifstream in(std::string(EDGEFRAME_POTENTIALS_DIR) + "/C-diamond-v2.safetensors", std::ios::binary);
+  const Bytes file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_GT(file.size(), 8u);
+  std::uint64_t n = 0;
+  std::memcpy(&n, file.data(), 8);
+  json header = json::parse(file.begin() + 8, file.begin() + 8 + std::ptrdiff_t(n));
+  json meta = json::parse(header["__metadata__"]["edgeframe"].get<std::string>());
+  edit_meta(meta);
+  header["__metadata__"]["edgeframe"] = meta.dump();
+  const std::string text = header.dump();
+  Bytes out(8 + text.size());
+  const std::uint64_t m = text.size();
+  std::memcpy(out.data(), &m, 8);
+  std::copy(text.begin(), text.end(), out.begin() + 8);
+  out.insert(out.end(), file.begin() + 8 + std::ptrdiff_t(n), file.end());
+  return out;
+}
+
+// A missing hyperparameter is named with the file, whichever check reads it first.
+TEST(Potential, ModelV2MissingHyperparametersAreNamedWithTheFile) {
+  ASSERT_NO_THROW(parse(shipped_v2_edited([](json&) {})));
+  for (const char* key : {"r_cut", "gaussian_width", "norm_eps", "edge_degree_rescale", "lmax", "tasks"})
+    expect_rejected(shipped_v2_edited([&](json& m) { m["model"].erase(key); }),
+                    std::string("model hyperparameter(s) missing: ") + key);
+}
+
+// As the Python reader (tests/python/test_potential_io.py): a model key put at the top level, a
+// provenance that is not an object, an rmsd of 0 (every force 0) are refused.
+TEST(Potential, ModelV2RejectsAMisplacedKeyATextProvenanceAndAZeroRmsd) {
+  expect_rejected(shipped_v2_edited([](json& m) { m["default_task"] = "default"; }),
+                  "config has unknown key(s): default_task");
+  expect_rejected(shipped_v2_edited([](json& m) { m["provenance"] = "trained here"; }), "provenance must be an object");
+  expect_rejected(shipped_v2_edited([](json& m) { m["model"]["tasks"]["default"]["rmsd"] = 0.0; }),
+                  "rmsd must be a finite positive number, got 0.0");
 }
 
 TEST(Potential, ReadPotentialReadsAFileFromDisk) {

@@ -9,6 +9,7 @@ fairchem, so a converted model keeps every element it was built for.
 """
 
 import dataclasses
+import math
 from collections import OrderedDict
 
 from .elements import ELEMENTS
@@ -69,6 +70,9 @@ class ModelConfigV2:
             if self.dataset_embedding and t.get("dataset_embedding") not in self.datasets:
                 raise ValueError(f"task {name}: dataset_embedding {t.get('dataset_embedding')!r} "
                                  f"is not one of {self.datasets}")
+            rmsd = t.get("rmsd")
+            if not isinstance(rmsd, (int, float)) or not math.isfinite(rmsd) or rmsd <= 0:
+                raise ValueError(f"task {name}: rmsd must be a finite positive number, got {rmsd!r}")
             refs = t.get("element_references")
             if refs is not None and len(refs) != self.max_num_elements:
                 raise ValueError(f"task {name}: element_references has {len(refs)} entries, "

@@ -60,6 +60,11 @@ def read_potential_v2(path):
     missing = [k for k in TOP_KEYS_V2 if k not in meta]
     if missing:
         fail(f"config is missing key(s): {', '.join(missing)}")
+    unknown = [k for k in meta if k not in TOP_KEYS_V2]
+    if unknown:
+        fail(f"config has unknown key(s): {', '.join(unknown)} (a model hyperparameter belongs under 'model')")
+    if not isinstance(meta["provenance"], dict):
+        fail("provenance must be an object")
     if meta["units"] != "metal":
         fail(f"units are {meta['units']!r}; only 'metal' is supported")
     if meta["dtype"] not in DTYPES:
