@@ -14,7 +14,7 @@
 #
 # The five wheels (meta, libs-core, libs-base, libs-cu13, nvidia-cuda-nvdisasm 13.x, which
 # libs-base requires) are unpacked into one tree (a wheel is a zip of its installed files; none of
-# these has scripts), packed with xz -9 (about 64 MB, a few minutes on two cores) and split into
+# these has scripts), packed with xz -9 (about 65 MiB, a few minutes on two cores) and split into
 # parts of PART_MB (default 16) MiB: DIR/part.aa, part.ab, ... Every device call carries the
 # working tree (about 45 MB) too, within 64 MiB, so each part travels in its own call and is
 # copied to /tmp/cutlass-parts/ there while the machine stays warm; then
