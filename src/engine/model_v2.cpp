@@ -12,7 +12,6 @@
 #include "bridge.hpp"
 #include "errors.hpp"
 #include "forces.hpp"
-#include "potential_json.hpp"
 #include "runtime.hpp"
 #include "streamed_edges.hpp"
 
@@ -151,13 +150,15 @@ std::string ModelV2::set_system(const SystemInputs& in) {
   // fairchem's tables are zero for elements absent from the data): its energies and forces would
   // mean nothing, and the run would not say so.
   const std::vector<double>& refs = task->element_references;
+  const std::vector<std::string>& symbols = m_shared.species;  // symbol of Z at index Z - 1
+  const auto symbol = [&](std::size_t z) { return z - 1 < symbols.size() ? symbols[z - 1] : std::string("?"); };
   std::string trained;
-  for (std::size_t z = 1; z < refs.size() && z <= kElements.size(); ++z)
-    if (refs[z] != 0.0) trained += (trained.empty() ? "" : ", ") + std::string(kElements[z - 1]);
+  for (std::size_t z = 1; z < refs.size(); ++z)
+    if (refs[z] != 0.0) trained += (trained.empty() ? "" : ", ") + symbol(z);
   if (!trained.empty())
     for (std::size_t z = 1; z < in.atoms_per_z.size(); ++z)
       if (in.atoms_per_z[z] > 0 && (z >= refs.size() || refs[z] == 0.0))
-        throw InputError("element " + std::string(z <= kElements.size() ? kElements[z - 1] : "?") +
+        throw InputError("element " + symbol(z) +
                          " has no reference energy in task '" + task_name +
                          "' of this model, so the model was not trained on it (elements with one: " + trained + ")");
 

@@ -1,6 +1,5 @@
 // Internal to the potential reader (potential.cpp, potential_v2.cpp): the JSON helpers that make
-// every rejection name the file and the defect, in the Python reader's wording; model_v2.cpp
-// reads the element symbols.
+// every rejection name the file and the defect, in the Python reader's wording.
 #pragma once
 
 #include <array>
