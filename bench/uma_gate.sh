@@ -20,7 +20,9 @@
 # (bench/v2_gpu_measure.sh), and OUTDIR/gate.md + gate.json (tools/uma_gate_table.py).
 # UMA_GATE_SMOKE=1: the same chain on a CPU with a small model and 16-64-atom structures
 # (fairchem's general path, the engine and edgeframe/kk on Kokkos threads, fp32 and fp64):
-# it checks the plumbing, not speed. TIME_LEFT (seconds) bounds the edgeframe part.
+# it checks the plumbing, not speed. TIME_LEFT (seconds) bounds the edgeframe part. A shorter
+# gate for a call with little device time: UMA_GATE_PATHS (fairchem's paths, comma-separated),
+# UMA_GATE_PRECISIONS (edgeframe's, space-separated), UMA_GATE_LAMMPS_TAGS (empty: no LAMMPS).
 set -u
 out=${1:?usage: bench/uma_gate.sh OUTDIR}
 mkdir -p "$out"
@@ -31,8 +33,10 @@ if [[ -n ${UMA_GATE_SMOKE:-} ]]; then
   tags="diamond_16 bcc_cu_16 diamond_64" lammps_tags="diamond_16 bcc_cu_16" precisions="fp32 fp64"
   export KOKKOS_ARGS=${KOKKOS_ARGS:--k on t 2 -sf kk} BUILD_DIR=${BUILD_DIR:-$PWD/build}
 else
-  fc_args=(--paths fast_gpu_tf32,general_tf32,nitro,nitro_portable --steps 10 --warmup 3 --budget ${FAIRCHEM_BUDGET:-400})
-  tags="diamond_512 bcc_cu_4394 diamond_4096" lammps_tags="diamond_512 bcc_cu_4394" precisions="tf32 fp32"
+  fc_args=(--paths "${UMA_GATE_PATHS:-fast_gpu_tf32,general_tf32,nitro,nitro_portable}" --steps 10 --warmup 3
+           --budget "${FAIRCHEM_BUDGET:-400}")
+  tags="diamond_512 bcc_cu_4394 diamond_4096" lammps_tags=${UMA_GATE_LAMMPS_TAGS-"diamond_512 bcc_cu_4394"}
+  precisions=${UMA_GATE_PRECISIONS:-"tf32 fp32"}
 fi
 echo "== fairchem: model, conversion, fp64 references of every structure, its paths"
 PYTHONUNBUFFERED=1 "$fc_py" bench/fairchem_gpu_speed.py --workdir "$out/fairchem" --out "$out/fairchem.jsonl" \
