@@ -386,7 +386,14 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
   What what;
   what.virial = true;
   Result res;
-  for (int w = 0; w < std::max(1, warmup); ++w) res = ev.compute(graph, x, what);
+  try {
+    for (int w = 0; w < std::max(1, warmup); ++w) res = ev.compute(graph, x, what);
+  } catch (const std::exception&) {  // the plan the failed step ran (an out-of-memory step's record)
+    const ActivationPlan& plan = ev.activation_plan();
+    std::fprintf(stderr, "edgeframe_bench: the first step failed under the plan '%s' (predicted peak %.3e bytes%s)\n",
+                 plan.describe().c_str(), plan.predicted_bytes, plan.fits ? "" : ", over the budget");
+    throw;
+  }
   // The peak of the timed steps. With --cuda-graph every tensor of a step was allocated during
   // the capture (a warm-up step) in the graph's private pool and a replay allocates nothing: the
   // peak then covers the warm-up steps, i.e. the eager step and the capture.

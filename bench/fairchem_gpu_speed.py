@@ -624,9 +624,11 @@ def reset_triton_target(real_capability):
 
 def worker_nitro_portable(args):
     """Child: torch reports CUDA capability 8.0 while Nitro's module is imported, so Nitro picks
-    its portable kernel policy (portable_pytorch_ieee: Triton kernels, IEEE fp32 GEMMs). The real
-    capability is restored right after that import: Triton takes the target it compiles for from
-    torch, and cubins built for 8.0 do not load on a 9.0 GPU ("no kernel image is available")."""
+    its portable kernel policy (portable_pytorch_ieee: Triton kernels, IEEE fp32 GEMMs), and again
+    while the predict unit is loaded: Nitro's load checks that the device's capability is the one
+    it chose its kernels for (_validate_device) and otherwise falls back to umas_fast_gpu. The
+    real capability is restored after each: Triton takes the target it compiles for from torch,
+    and cubins built for 8.0 do not load on a 9.0 GPU ("no kernel image is available")."""
     import torch
 
     real_capability = torch.cuda.get_device_capability
@@ -651,8 +653,16 @@ def worker_nitro_portable(args):
     extra = {"nitro_checkpoint": str(nckpt), "nitro_md5_allowlisted_by_bench": digest,
              "nitro_kernel_backend": backend, "real_capability": list(real) if real else None,
              "capability_reported": [8, 0], "model_id": NITRO_MODEL_ID}
-    run_unit_path("nitro_portable", lambda: load_predict_unit(str(nckpt), inference_settings=nitro_settings(),
-                                                              device=args.device),
+
+    def load_reporting_capability_8():
+        torch.cuda.get_device_capability = lambda device=None: (8, 0)
+        try:
+            return load_predict_unit(str(nckpt), inference_settings=nitro_settings(), device=args.device)
+        finally:
+            torch.cuda.get_device_capability = real_capability
+            reset_triton_target(real_capability)
+
+    run_unit_path("nitro_portable", load_reporting_capability_8,
                   structures, edges, args, Budget(args.budget), fp64_refs_from_npz(args, structures), extra=extra,
                   expect={"nitro": True, "model_class": "UMANitroModel"})
     return 0

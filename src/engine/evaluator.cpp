@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 #ifdef KOKKOS_ENABLE_CUDA
+#include <c10/core/AllocatorConfig.h>       // expandable segments (memory_budget_now)
 #include <c10/cuda/CUDACachingAllocator.h>  // what torch's pool holds unused (budget_now)
 #include <cuda_runtime_api.h>               // cudaMemGetInfo
 #endif
@@ -652,7 +653,8 @@ impl::DeviceStep Evaluator::Impl::device_step(const AtomGraph& graph, kk::Vec3Vi
 }
 
 // The budget of an automatic plan: the option, or on CUDA what the device has free now plus
-// what torch's allocator holds unused, less 5 %; on host backends none (keep all).
+// what torch's allocator holds unused, less what usable_device_bytes keeps back; on host
+// backends none (keep all).
 double impl::memory_budget_now(double option) {
   if (option > 0) return option;
 #ifdef KOKKOS_ENABLE_CUDA
@@ -660,7 +662,8 @@ double impl::memory_budget_now(double option) {
   if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return 0;
   const double pool_unused = double(torch_pool_bytes(&TorchStats::reserved_bytes).current -
                                     torch_pool_bytes(&TorchStats::allocated_bytes).current);
-  return 0.95 * (double(free_bytes) + pool_unused);
+  return usable_device_bytes(double(free_bytes) + pool_unused,
+                             c10::CachingAllocator::AcceleratorAllocatorConfig::use_expandable_segments());
 #else
   return 0;
 #endif

@@ -45,6 +45,11 @@ double predicted_stream_peak(const MemoryModel& m, std::int64_t n_edges, std::in
                      chunk_graph_bytes(n_edges, n_nodes, edge_chunk));
 }
 
+double usable_device_bytes(double available_bytes, bool expandable_segments) {
+  const double fragmentation = expandable_segments ? kFragmentationExpandable : kFragmentation;
+  return std::max(0.0, available_bytes) * (1.0 - kDeviceHeadroom) * (1.0 - fragmentation);
+}
+
 double chunk_graph_bytes(std::int64_t n_edges, std::int64_t n_nodes, int edge_chunk) {
   if (edge_chunk <= 0 || edge_chunk >= n_edges) return 0.0;
   // Receiver ranges end at whole receivers, so a few more chunks than E / chunk: one more.

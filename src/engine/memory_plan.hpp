@@ -73,6 +73,18 @@ double predicted_stream_peak(const MemoryModel& m, std::int64_t n_edges, std::in
 // chunked plans' peaks.
 double chunk_graph_bytes(std::int64_t n_edges, std::int64_t n_nodes, int edge_chunk);
 
+// What of a device's available memory (free, plus what torch's caching allocator holds unused)
+// an automatic plan may fill: 5 % is kept back for what neither the model nor the allocators
+// count (the CUDA context's growth, cuBLAS workspaces), and from the rest the share of torch's
+// pool that its caching allocator holds but cannot hand out (blocks split for other sizes). The
+// million-atom step that ran out of an 80 GB H100's memory held 8.24 GiB of 66.45 GiB reserved
+// unused (12.4 %; doc/engine.md "Activations and the memory budget"): kFragmentation keeps back
+// 15 %. With expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) the pool
+// maps pages into one growing segment and keeps little unused: 3 %.
+inline constexpr double kDeviceHeadroom = 0.05;
+inline constexpr double kFragmentation = 0.15, kFragmentationExpandable = 0.03;
+double usable_device_bytes(double available_bytes, bool expandable_segments);
+
 // The plan for a step of n_edges / n_nodes under budget bytes (<= 0: no limit, keep all):
 // keep; else the fewest recomputed layers; else every layer recomputed in edge chunks; and where
 // that does not fit and the model has a stream plan, every layer streamed in chunks sized to fit.

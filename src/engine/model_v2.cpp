@@ -479,6 +479,11 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
   std::deque<StepContext> chunk_steps;
   std::vector<std::pair<int, int>> chunk_edges;
   if (recompute || stream) m_chunks.step_contexts(exec, step, plan.edge_chunk, chunk_steps, chunk_edges);
+  if (stream) {  // every chunk's geometry slots, before torch's pool grows (reserve_edge_geometry)
+    int largest = 0;
+    for (const auto& [e0, e1] : chunk_edges) largest = std::max(largest, e1 - e0);
+    reserve_edge_geometry(step, largest);
+  }
   if (stream && step.roll.extent(0) > 0)  // streamed chunks compute their own geometry
     for (std::size_t k = 0; k < chunk_steps.size(); ++k)
       chunk_steps[k].roll = Kokkos::subview(step.roll, chunk_edges[k]);

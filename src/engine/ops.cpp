@@ -68,37 +68,53 @@ decltype(auto) with_real(torch::Dtype dtype, F&& f) {
 }
 
 // ---- edge geometry: band (+ derivative) and radial basis ---------------------------------------
+
+// The workspace slots of the geometry of E edges, forward and backward: the one list of what it
+// takes, so that reserve_edge_geometry takes exactly these.
+template <class Real>
+struct GeometrySlots {
+  kk::View2<Real, Exec> band;
+  kk::View3<Real, Exec> dband;
+  kk::View2<Real, Exec> rbf;
+  kk::View2<double, Exec> drbf;
+  kk::View1<Real, Exec> env;
+  kk::View1<double, Exec> denv;
+  kk::Vec3View<double, Exec> grad_vec;  // dE/dvec of the backward pass
+  GeometrySlots(Workspace& ws, int E, int B, int n_rbf)
+      : band(ws.take<Real>(Workspace::kBand, std::size_t(E) * B), E, B),
+        dband(ws.take<Real>(Workspace::kDBand, std::size_t(E) * B * 3), E, B, 3),
+        rbf(ws.take<Real>(Workspace::kRbf, std::size_t(E) * n_rbf), E, n_rbf),
+        drbf(ws.take<double>(Workspace::kDRbf, std::size_t(E) * n_rbf), E, n_rbf),
+        env(ws.take<Real>(Workspace::kEnv, E), E),
+        denv(ws.take<double>(Workspace::kDEnv, E), E),
+        grad_vec(ws.take<double>(Workspace::kGradVec, std::size_t(E) * 3), E) {}
+};
+
 struct EdgeGeometryFn : public torch::autograd::Function<EdgeGeometryFn> {
   template <class Real>
   static variable_list run_forward(const Tensor& vec, StepContext& s) {
     const int E = static_cast<int>(vec.size(0));
     const int B = kk::band_size(s.lmax, s.mmax);
-    Workspace& ws = *s.workspace;
-    kk::View2<Real, Exec> band(ws.take<Real>(Workspace::kBand, std::size_t(E) * B), E, B);
-    kk::View3<Real, Exec> dband(ws.take<Real>(Workspace::kDBand, std::size_t(E) * B * 3), E, B, 3);
-    kk::View2<Real, Exec> rbf(ws.take<Real>(Workspace::kRbf, std::size_t(E) * s.n_rbf), E, s.n_rbf);
-    kk::View2<double, Exec> drbf(ws.take<double>(Workspace::kDRbf, std::size_t(E) * s.n_rbf), E, s.n_rbf);
-    kk::View1<Real, Exec> env(ws.take<Real>(Workspace::kEnv, E), E);
-    kk::View1<double, Exec> denv(ws.take<double>(Workspace::kDEnv, E), E);
+    const GeometrySlots<Real> g(*s.workspace, E, B, s.n_rbf);
     const auto v = vec_view(vec);
     const Exec exec = bridge::exec_instance();
-    kk::compute_wigner_band<Exec, Real>(exec, v, s.roll, band, dband, s.lmax, s.mmax);
-    kk::Radial<Exec, Real> radial{v, rbf, env, drbf, denv, {}, {}, {}, s.r_cut, s.n_rbf, s.envelope_p};
+    kk::compute_wigner_band<Exec, Real>(exec, v, s.roll, g.band, g.dband, s.lmax, s.mmax);
+    kk::Radial<Exec, Real> radial{v, g.rbf, g.env, g.drbf, g.denv, {}, {}, {}, s.r_cut, s.n_rbf, s.envelope_p};
     Kokkos::parallel_for("edgeframe::radial", kk::Range<Exec, kk::TagForward>(exec, 0, E), radial);
     fence_for_torch(exec);
-    return {bridge::tensor_of(band, {E, B}), bridge::tensor_of(rbf, {E, s.n_rbf}), bridge::tensor_of(env, {E})};
+    return {bridge::tensor_of(g.band, {E, B}), bridge::tensor_of(g.rbf, {E, s.n_rbf}), bridge::tensor_of(g.env, {E})};
   }
 
   template <class Real>
   static Tensor run_backward(const Tensor& vec, const variable_list& grads, StepContext& s) {
     const int E = static_cast<int>(vec.size(0));
     const int B = kk::band_size(s.lmax, s.mmax);
-    Workspace& ws = *s.workspace;
     // The forward's views, same slots, same sizes (nothing grows between forward and backward).
-    kk::View3<const Real, Exec> dband(ws.take<Real>(Workspace::kDBand, std::size_t(E) * B * 3), E, B, 3);
-    kk::View2<double, Exec> drbf(ws.take<double>(Workspace::kDRbf, std::size_t(E) * s.n_rbf), E, s.n_rbf);
-    kk::View1<double, Exec> denv(ws.take<double>(Workspace::kDEnv, E), E);
-    kk::Vec3View<double, Exec> grad_vec(ws.take<double>(Workspace::kGradVec, std::size_t(E) * 3), E);
+    const GeometrySlots<Real> g(*s.workspace, E, B, s.n_rbf);
+    const kk::View3<const Real, Exec> dband = g.dband;
+    const auto& drbf = g.drbf;
+    const auto& denv = g.denv;
+    const auto& grad_vec = g.grad_vec;
     const Tensor gb = grad_or_zeros(grads[0], {E, B}, s.dtype);
     const Tensor gr = grad_or_zeros(grads[1], {E, s.n_rbf}, s.dtype);
     const Tensor ge = grad_or_zeros(grads[2], {E}, s.dtype);
@@ -661,6 +677,9 @@ StepOutputs take_step_outputs(Workspace& ws, int N, int E) {
   out.res.energies = kk::View1<double, Exec>(ws.take<double>(Workspace::kEnergies, N), N);
   out.res.forces = kk::Vec3View<double, Exec>(ws.take<double>(Workspace::kForces, std::size_t(N) * 3), N);
   out.res.atom_virial = kk::View2<double, Exec>(ws.take<double>(Workspace::kAtomVirial, std::size_t(N) * 9), N, 9);
+  // dE/dr_e of every edge, filled at the step's end (finish_forces_and_sums): taken now, before
+  // torch's pool grows through the step, which on a full card leaves no room for it later.
+  ws.take<double>(Workspace::kGradVec, std::size_t(E) * 3);
   // Chunks over the edges (virial) and the nodes (energies of the owned ones, every force's check).
   out.n_chunks = std::max({(E + kk::kSumChunk - 1) / kk::kSumChunk, (N + kk::kSumChunk - 1) / kk::kSumChunk, 1});
   out.partials = kk::View2<double, Exec>(ws.take<double>(Workspace::kPartials, std::size_t(out.n_chunks) * 10),
@@ -712,6 +731,11 @@ void finish_forces_and_sums(StepContext& step, StepOutputs& out, const kk::Vec3V
 
 torch::autograd::variable_list edge_geometry(const torch::Tensor& vec, StepContext& step) {
   return EdgeGeometryFn::apply(vec, handle_of(step));
+}
+
+void reserve_edge_geometry(StepContext& step, int n_edges) {
+  const int B = kk::band_size(step.lmax, step.mmax);
+  with_real(step.dtype, [&](auto real) { GeometrySlots<decltype(real)>(*step.workspace, n_edges, B, step.n_rbf); });
 }
 
 bool pack_backward_in_place(int lmax) { return kk::backward_edge_in_place<Exec>(lmax); }

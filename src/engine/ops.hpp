@@ -51,7 +51,8 @@ class StepTimer {
 // ---- step plumbing shared by model v1 (evaluator.cpp) and model v2 (model_v2.cpp) ----------
 
 // A step's outputs in the workspace: per-node energies, forces and virials (Result), and the
-// fixed-order chunk partials and totals of the global sums.
+// fixed-order chunk partials and totals of the global sums; dE/dr_e's slot is taken here too
+// (Kokkos memory taken at the step's start, see reserve_edge_geometry).
 struct StepOutputs {
   Result res;
   kk::View2<double, bridge::Exec> partials;
@@ -79,7 +80,8 @@ void finish_forces_and_sums(StepContext& step, StepOutputs& out, const kk::Vec3V
 ActivationPlan choose_activation_plan(const MemoryModel& model, EvaluatorOptions::Activations activations,
                                       int edge_chunk, double budget_option, std::int64_t E, std::int64_t N);
 // An automatic plan's budget: the option if > 0, else on CUDA the device's free memory plus what
-// torch's allocator holds unused, less 5 %; on host backends 0 (no limit).
+// torch's allocator holds unused, less what usable_device_bytes keeps back (memory_plan.hpp);
+// on host backends 0 (no limit).
 double memory_budget_now(double option);
 
 // A finished step's device sums -> Result (host boundary); throws NonFiniteError naming the
@@ -90,6 +92,12 @@ Result finish_step(const Result& res, const kk::View1<double, bridge::Exec>& sum
 // The band derivative is built in the same pass and kept in the workspace for the backward,
 // which returns dE/dvec in float64.
 torch::autograd::variable_list edge_geometry(const torch::Tensor& vec, StepContext& step);
+// Takes the workspace slots that edge_geometry of up to n_edges edges uses, forward and
+// backward. A step that runs the geometry per edge chunk (the stream plan) calls it with its
+// largest chunk before its first torch op: Kokkos allocates outside torch's caching allocator,
+// and once torch's pool has grown through the step a late workspace growth can find the card
+// full (a million-atom step on an 80 GB H100 failed so).
+void reserve_edge_geometry(StepContext& step, int n_edges);
 
 // Whether the pack's backward writes grad_rot and grad_g over grad_u and g for this degree
 // (kk::backward_edge_in_place on the engine's execution space): the memory model counts two

@@ -183,4 +183,36 @@ TEST(MemoryPlan, ANodeHeavyStepThatFitsNowhereGetsTheChunkOfTheLeastMemory) {
   EXPECT_GT(predicted_stream_peak(m, E, N, int(roomy.edge_chunk / 0.95) + 1), 1.2 * p.predicted_bytes);
 }
 
+// The device budget keeps back the share of torch's pool that its caching allocator held unused
+// where a million-atom step ran out of an 80 GB H100's memory (8.24 GiB of 66.45 GiB reserved),
+// and less with expandable segments; nothing of a negative count.
+TEST(MemoryPlan, TheDeviceBudgetKeepsBackTheMeasuredFragmentation) {
+  const double available = 80e9, measured_unused_share = 8.24 / 66.45;
+  EXPECT_LT(usable_device_bytes(available, false), (1.0 - measured_unused_share) * available);
+  EXPECT_GT(usable_device_bytes(available, true), usable_device_bytes(available, false));
+  EXPECT_LT(usable_device_bytes(available, true), available);
+  EXPECT_EQ(usable_device_bytes(-1.0, false), 0.0);
+}
+
+// That step (bcc Cu, 1 024 000 atoms, 65 539 018 edges, UMA-S-sized model in fp32, the lean
+// stream plan: 50.8 kB per node, 158 B per edge, 37 kB per edge of the running chunk) fitted
+// the old budget (95 % of the card) and ran out of memory; under the device budget it is said
+// not to fit the H100 (79.18 GiB in all) and fits an H200 (about 139 GiB).
+TEST(MemoryPlan, TheMillionAtomStepThatRanOutOfAnH100IsSaidNotToFitThere) {
+  MemoryModel m = four_layers();
+  m.stream_per_edge = 158;
+  m.stream_per_node = 50.8 * kB;
+  m.stream_chunk_per_edge = 37 * kB;
+  m.margin = 1.1;
+  const std::int64_t E = 65539018, N = 1024000;
+  const double gib = 1024.0 * 1024.0 * 1024.0, h100 = 79.18 * gib, h200 = 139.0 * gib;
+  EXPECT_TRUE(plan_activations(m, E, N, 0.95 * h100).fits) << "the old budget: said to fit, ran out of memory";
+  const ActivationPlan on_h100 = plan_activations(m, E, N, usable_device_bytes(h100, false));
+  EXPECT_TRUE(on_h100.stream);
+  EXPECT_FALSE(on_h100.fits);
+  const ActivationPlan on_h200 = plan_activations(m, E, N, usable_device_bytes(h200, false));
+  EXPECT_TRUE(on_h200.stream);
+  EXPECT_TRUE(on_h200.fits);
+}
+
 }  // namespace
