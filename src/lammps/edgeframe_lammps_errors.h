@@ -35,7 +35,9 @@ namespace edgeframe_glue {
     // What to change after an allocation failure; the allocator's own text follows it.
     const std::string oom = "out of memory while evaluating the model; give each GPU or rank fewer atoms "
                             "(more MPI ranks / GPUs, a smaller box), lower 'memory_budget' (activations auto), use "
-                            "'activations recompute edge_chunk N' or a smaller model. ";
+                            "'activations stream edge_chunk N' (model v2) or 'activations recompute edge_chunk N', "
+                            "run with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the environment (LibTorch "
+                            "then keeps fewer unusable blocks), or use a smaller model. ";
     try {
       fn();
     } catch (const c10::OutOfMemoryError &e) {    // torch's CUDA caching allocator

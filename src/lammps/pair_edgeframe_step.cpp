@@ -98,7 +98,7 @@ void PairEdgeframe::log_activation_plan()
   m_plan_logged = text;
   utils::logmesg(lmp, "edgeframe activations {} on rank 0: {} (memory model's peak {:.3g} GB{})\n", m_activations, text,
                  plan.predicted_bytes * 1e-9,
-                 plan.fits ? "" : ", over the budget even so: the step may run out of memory");
+                 plan.fits ? "" : ", over the budget even so: the step may run out of memory (fewer atoms per GPU)");
 }
 
 void PairEdgeframe::MpiReduce::sum(double *values, int count)
