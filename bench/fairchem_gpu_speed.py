@@ -572,7 +572,7 @@ def run_nitro(args, ckpt, config, structures, edges, budget, portable):
              "nitro_kernel_backend": backend, "model_id": NITRO_MODEL_ID}
     run_unit_path(path, lambda: load_predict_unit(str(nckpt), inference_settings=nitro_settings(),
                                                   device=args.device),
-                  structures, edges, args, budget, {}, extra=extra,
+                  structures, edges, args, budget, fp64_refs_from_npz(args, structures), extra=extra,
                   expect={"nitro": True, "model_class": "UMANitroModel"})
 
 

@@ -16,7 +16,7 @@ tail -2 "$R/install.log"
 export PYTHONPATH=/tmp/fcpkgs:/tmp/fcpkgs/nvidia_cutlass_dsl/dsl_packages
 python3 -c "import cutlass.cute; print('cutlass.cute', cutlass.__file__)" 2>&1 | tail -1
 source "$(scripts/bootstrap.sh --gpu --no-lammps --print-env)"
-left=$((565 - (SECONDS - T0)))
+left=$((${CALL_LIMIT:-565} - (SECONDS - T0)))
 UMA_GATE_PATHS=fast_gpu_tf32,nitro UMA_GATE_PRECISIONS=tf32 UMA_GATE_LAMMPS_TAGS= \
   TIME_LEFT=$((left * 35 / 100)) FAIRCHEM_BUDGET=$((left * 55 / 100)) timeout $((left - 5)) bash bench/uma_gate.sh /tmp/uma-gate \
   > "$R/uma-gate.out" 2>&1
