@@ -342,6 +342,18 @@ void torch_reset_peak() {
 #endif
 }
 
+// The most bytes torch's caching allocator has reserved from the device since the last reset
+// (reserved - allocated at the peak: what its pool held unused there, the share that the
+// automatic plan's device budget keeps back, memory_plan.hpp usable_device_bytes); host: 0.
+std::size_t torch_reserved_peak() {
+#ifdef KOKKOS_ENABLE_CUDA
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
+  return std::size_t(stats.reserved_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak);
+#else
+  return 0;
+#endif
+}
+
 // What case mode runs after its timed steps: the fenced per-kernel split of the Kokkos kernels
 // (--torch-profile; the Kokkos labels name edgeframe's kernels, which the torch profile shows as
 // mangled cuda_parallel_launch names), the torch profile, the memory profile.
@@ -421,11 +433,13 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
       "RESULT {\"engine\": \"%s\", \"precision\": \"%s\", \"recompute_layers\": %s, \"activations\": \"%s\", "
       "\"predicted_peak_bytes\": %.0f, \"memory_budget_bytes\": %.0f, \"n_atoms\": %d, \"n_edges\": %d, "
       "\"median_s\": %.6e, \"times_s\": [%s], \"graph_build_s\": %.6e, \"peak_bytes\": %zu, "
-      "\"torch_peak_bytes\": %zu, \"workspace_bytes\": %zu, \"energy\": %.12e, \"cuda_graph_captures\": %ld, "
+      "\"torch_peak_bytes\": %zu, \"torch_reserved_peak_bytes\": %zu, \"workspace_bytes\": %zu, \"energy\": %.12e, "
+      "\"cuda_graph_captures\": %ld, "
       "\"cuda_graph_replays\": %ld}\n",
       Exec::name(), to_string(prec).c_str(), plan.any_recomputed() ? "true" : "false", plan.describe().c_str(),
       plan.predicted_bytes, options.memory_budget, N, E, median, ts.c_str(), graph_s, peak,
-      Evaluator::torch_device_peak_bytes(), ev.workspace_bytes(), res.energy, ev.cuda_graph_captures(),
+      Evaluator::torch_device_peak_bytes(), torch_reserved_peak(), ev.workspace_bytes(), res.energy,
+      ev.cuda_graph_captures(),
       ev.cuda_graph_replays());
   if (profiles.torch_profile) {
     double step = 0;
