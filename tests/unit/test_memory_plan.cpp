@@ -24,6 +24,18 @@ MemoryModel four_layers() {
   return m;
 }
 
+// The stream terms of a UMA-S-sized model in fp32 (the other terms as four_layers'): per_node
+// bytes per node through the step, 158 B per edge, 37 kB per edge of the running chunk, the
+// engine's 1.1 margin.
+MemoryModel uma_s_stream(double per_node) {
+  MemoryModel m = four_layers();
+  m.stream_per_edge = 158;
+  m.stream_per_node = per_node;
+  m.stream_chunk_per_edge = 37 * kB;
+  m.margin = 1.1;
+  return m;
+}
+
 TEST(MemoryPlan, ChunkGraphsHoldNodeOffsetsPerChunkAndTheSenderGrouping) {
   // 1000 edges in chunks of 100: ceil(1000 / 100) + 1 chunks of 2 (N + 1) int32 offsets each,
   // and one int32 per edge; one chunk holds none.
@@ -155,11 +167,7 @@ TEST(MemoryPlan, StreamsWhereChunksAloneDoNotFit) {
 // are a UMA-S-sized model's, fp32, at a million atoms of bcc Cu (about 64 M edges) on a card
 // of 78 GB: 64.7 kB per node through the step, 37 kB per edge of the running chunk.
 TEST(MemoryPlan, ANodeHeavyStepThatFitsNowhereGetsTheChunkOfTheLeastMemory) {
-  MemoryModel m = four_layers();
-  m.stream_per_edge = 158;
-  m.stream_per_node = 64.7 * kB;
-  m.stream_chunk_per_edge = 37 * kB;
-  m.margin = 1.1;
+  const MemoryModel m = uma_s_stream(64.7 * kB);
   const std::int64_t E = 64000000, N = 1024000;
   const double budget = 78e9;
   ASSERT_GT(m.margin * (N * m.stream_per_node + E * m.stream_per_edge), budget) << "the fixed part is over the budget";
@@ -199,11 +207,7 @@ TEST(MemoryPlan, TheDeviceBudgetKeepsBackTheMeasuredFragmentation) {
 // the old budget (95 % of the card) and ran out of memory; under the device budget it is said
 // not to fit the H100 (79.18 GiB in all) and fits an H200 (about 139 GiB).
 TEST(MemoryPlan, TheMillionAtomStepThatRanOutOfAnH100IsSaidNotToFitThere) {
-  MemoryModel m = four_layers();
-  m.stream_per_edge = 158;
-  m.stream_per_node = 50.8 * kB;
-  m.stream_chunk_per_edge = 37 * kB;
-  m.margin = 1.1;
+  const MemoryModel m = uma_s_stream(50.8 * kB);
   const std::int64_t E = 65539018, N = 1024000;
   const double gib = 1024.0 * 1024.0 * 1024.0, h100 = 79.18 * gib, h200 = 139.0 * gib;
   EXPECT_TRUE(plan_activations(m, E, N, 0.95 * h100).fits) << "the old budget: said to fit, ran out of memory";
