@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "band_layout.hpp"
+#include "bf16.hpp"
 #include "kernel_common.hpp"
 #include "warp_reduce.hpp"
 
@@ -41,13 +42,14 @@ struct EdgeFramePack {
 // Loop order of every pass: band entries outer, channels inner and contiguous, so channel loops
 // vectorise on CPUs and coalesce on GPUs. Short sums (2l+1 terms) accumulate in Real; channel
 // reductions (2C terms) in double.
-template <class Exec, class Real>
+// u's elements are Out: Real, or Bf16 (bf16.hpp: each value computed in Real, rounded at the store).
+template <class Exec, class Real, class Out = Real>
 struct PackForward {
   using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
   View3<const Real, Exec> n, g;
   View2<const Real, Exec> band;
   View1<const int, Exec> recv, send;
-  View3<Real, Exec> u;
+  View3<Out, Exec> u;
   int lmax, mmax, channels;
 
   // One team per edge; the sum over m' accumulates in registers and each output element is
@@ -59,7 +61,7 @@ struct PackForward {
       const int k = band_k(l, mmax);
       for (int m = -k; m <= k; ++m) {
         const int boff = off + (m + k) * (2 * l + 1);
-        Real* KOKKOS_RESTRICT ur = &u(e, packed_row(l, m, lmax), 0);  // [2C], this team's row
+        Out* KOKKOS_RESTRICT ur = &u(e, packed_row(l, m, lmax), 0);  // [2C], this team's row
         const Real* KOKKOS_RESTRICT gr = &g(e, gate_row(l, m, lmax), 0);
         const Real* KOKKOS_RESTRICT dr = &band(e, boff);   // D_{m, -l..l}
         const Real* KOKKOS_RESTRICT xj = &n(j, l * l, 0);  // rows (l, -l..l)
@@ -70,8 +72,8 @@ struct PackForward {
             sj += dr[t] * xj[t * C + c];
             si += dr[t] * xi[t * C + c];
           }
-          ur[c] = sj * gr[c];
-          ur[C + c] = si * gr[C + c];
+          ur[c] = store_as<Out>(sj * gr[c]);
+          ur[C + c] = store_as<Out>(si * gr[C + c]);
         });
       }
     }
@@ -107,8 +109,8 @@ struct PackForward {
                   si += dr[t] * ri[t];
                 }
               const int grow = gate_row(l, m, lmax), prow = packed_row(l, m, lmax);
-              u(e, prow, c) = sj * g(e, grow, c);
-              u(e, prow, C + c) = si * g(e, grow, C + c);
+              u(e, prow, c) = store_as<Out>(sj * g(e, grow, c));
+              u(e, prow, C + c) = store_as<Out>(si * g(e, grow, C + c));
             }
           } else {  // l >= 4: the rows order's loads
             for (int m = -k; m <= k; ++m) {
@@ -119,8 +121,8 @@ struct PackForward {
                 si += dr[t] * xi[t * C + c];
               }
               const int grow = gate_row(l, m, lmax), prow = packed_row(l, m, lmax);
-              u(e, prow, c) = sj * g(e, grow, c);
-              u(e, prow, C + c) = si * g(e, grow, C + c);
+              u(e, prow, c) = store_as<Out>(sj * g(e, grow, c));
+              u(e, prow, C + c) = store_as<Out>(si * g(e, grow, C + c));
             }
           }
         });
@@ -187,8 +189,8 @@ struct PackForward {
         for (int m = -l; m <= l; ++m) {
           if (m < -k || m > k) continue;
           const int prow = packed_row(l, m, lmax);
-          u(e, prow, c) = uj[l * l + l + m];
-          u(e, prow, C + c) = ui[l * l + l + m];
+          u(e, prow, c) = store_as<Out>(uj[l * l + l + m]);
+          u(e, prow, C + c) = store_as<Out>(ui[l * l + l + m]);
         }
       }
     });
@@ -487,10 +489,11 @@ struct PackBackwardNode {
   }
 };
 
-template <class Exec, class Real>
-void edge_frame_pack_forward(const Exec& exec, const EdgeFramePack<Exec, Real>& p, int n_edges,
-                             KernelForm form = native_form<Exec>()) {
-  const PackForward<Exec, Real> f{p.n, p.g, p.band, p.recv, p.send, p.u, p.lmax, p.mmax, p.channels};
+// The forward into u_out (Real or Bf16 elements; p.u is not used).
+template <class Exec, class Real, class Out>
+void edge_frame_pack_forward_into(const Exec& exec, const EdgeFramePack<Exec, Real>& p, const View3<Out, Exec>& u_out,
+                                  int n_edges, KernelForm form = native_form<Exec>()) {
+  const PackForward<Exec, Real, Out> f{p.n, p.g, p.band, p.recv, p.send, u_out, p.lmax, p.mmax, p.channels};
   if (form == KernelForm::device && p.lmax <= kShortDegrees)
     Kokkos::parallel_for("edgeframe::edge_frame_pack", team_policy<Exec, TagDeviceUpTo<kShortDegrees>>(exec, n_edges),
                          f);
@@ -498,6 +501,12 @@ void edge_frame_pack_forward(const Exec& exec, const EdgeFramePack<Exec, Real>& 
     Kokkos::parallel_for("edgeframe::edge_frame_pack", team_policy<Exec, TagDeviceForm>(exec, n_edges), f);
   else
     Kokkos::parallel_for("edgeframe::edge_frame_pack", team_policy<Exec, TagHostForm>(exec, n_edges), f);
+}
+
+template <class Exec, class Real>
+void edge_frame_pack_forward(const Exec& exec, const EdgeFramePack<Exec, Real>& p, int n_edges,
+                             KernelForm form = native_form<Exec>()) {
+  edge_frame_pack_forward_into(exec, p, p.u, n_edges, form);
 }
 
 // The per-edge half of the backward (grad_rot, grad_band, grad_g).

@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "band_layout.hpp"
+#include "bf16.hpp"
 #include "kernel_common.hpp"
 
 namespace edgeframe::kk {
@@ -30,15 +31,20 @@ namespace edgeframe::kk {
 template <int MaxL, class Pass>
 struct GateUpTo {};
 
-template <class Exec, class Real>
+// The outputs x and grad_z have elements Out: Real, or Bf16 (bf16.hpp: each value computed as
+// for a Real output, rounded at the store).
+template <class Exec, class Real, class Out = Real>
 struct So2Gate {
   View2<const Real, Exec> z;       // [E, (K + L) C]
   View2<const Real, Exec> sig0;    // [E, C] sigmoid of z's row 0 (for its SiLU), or empty: computed
   View2<const Real, Exec> sig;     // [E, L C] sigmoid of the gate rows, degree l at (l - 1) C, or empty
-  View3<Real, Exec> x;             // [E, K, C] (forward)
+  View3<Out, Exec> x;              // [E, K, C] (forward)
   View3<const Real, Exec> grad_x;  // [E, K, C] (backward)
-  View2<Real, Exec> grad_z;        // [E, (K + L) C] (backward)
+  View2<Out, Exec> grad_z;         // [E, (K + L) C] (backward)
   int lmax = 0, mmax = 0, channels = 0;
+
+  // An output value: rounded to Real, then (Bf16 outputs) to bfloat16.
+  KOKKOS_INLINE_FUNCTION static Out put(double v) { return store_as<Out>(static_cast<Real>(v)); }
 
   // Row of z (in units of C columns) that packed row r reads.
   KOKKOS_INLINE_FUNCTION int z_row(int r) const { return r <= lmax ? r : r + lmax; }
@@ -68,12 +74,12 @@ struct So2Gate {
   template <class Rows>
   KOKKOS_INLINE_FUNCTION void forward_channel(int e, int c, const Rows& rows) const {
     const double z0 = zv(e, 0, c);
-    x(e, 0, c) = static_cast<Real>(z0 * s0_at(e, c));
+    x(e, 0, c) = put(z0 * s0_at(e, c));
     for (int l = 1; l <= lmax; ++l) {
       const double s = gate_at(e, l, c);
       for (int k = 0; k < rows_of_degree(l); ++k) {
         const int r = rows(l, k);
-        x(e, r, c) = static_cast<Real>(zv(e, z_row(r), c) * s);
+        x(e, r, c) = put(zv(e, z_row(r), c) * s);
       }
     }
   }
@@ -81,17 +87,17 @@ struct So2Gate {
   template <class Rows>
   KOKKOS_INLINE_FUNCTION void backward_channel(int e, int c, const Rows& rows) const {
     const double z0 = zv(e, 0, c), s0 = s0_at(e, c);
-    grad_z(e, c) = static_cast<Real>(double(grad_x(e, 0, c)) * s0 * (1.0 + z0 * (1.0 - s0)));
+    grad_z(e, c) = put(double(grad_x(e, 0, c)) * s0 * (1.0 + z0 * (1.0 - s0)));
     for (int l = 1; l <= lmax; ++l) {
       const double s = gate_at(e, l, c);
       double dgate = 0.0;
       for (int k = 0; k < rows_of_degree(l); ++k) {
         const int r = rows(l, k), q = z_row(r);
         const double g = double(grad_x(e, r, c));
-        grad_z(e, q * channels + c) = static_cast<Real>(g * s);
+        grad_z(e, q * channels + c) = put(g * s);
         dgate += g * zv(e, q, c);
       }
-      grad_z(e, (lmax + l) * channels + c) = static_cast<Real>(dgate * s * (1.0 - s));
+      grad_z(e, (lmax + l) * channels + c) = put(dgate * s * (1.0 - s));
     }
   }
 
@@ -130,14 +136,14 @@ struct So2Gate {
     Real zin[(MaxL + 1) * (MaxL + 1)], gate[MaxL + 1];
     load_rows<MaxL>(e, c, zin, gate);
     const double z0 = zin[0];
-    x(e, 0, c) = static_cast<Real>(z0 * double(sigmoid(zin[0])));
+    x(e, 0, c) = put(z0 * double(sigmoid(zin[0])));
     EDGEFRAME_UNROLL
     for (int l = 1; l <= MaxL; ++l) {
       if (l > lmax) continue;
       const double s = double(sigmoid(gate[l]));
       EDGEFRAME_UNROLL
       for (int k = 0; k < 2 * l + 1; ++k)
-        if (k < rows_of_degree(l)) x(e, row_of_degree(l, k), c) = static_cast<Real>(double(zin[l * l + k]) * s);
+        if (k < rows_of_degree(l)) x(e, row_of_degree(l, k), c) = put(double(zin[l * l + k]) * s);
     }
   }
   template <int MaxL>
@@ -153,7 +159,7 @@ struct So2Gate {
         if (k < rows_of_degree(l)) gx[l * l + k] = grad_x(e, row_of_degree(l, k), c);
     }
     const double z0 = zin[0], s0 = double(sigmoid(zin[0]));
-    grad_z(e, c) = static_cast<Real>(double(gx[0]) * s0 * (1.0 + z0 * (1.0 - s0)));
+    grad_z(e, c) = put(double(gx[0]) * s0 * (1.0 + z0 * (1.0 - s0)));
     EDGEFRAME_UNROLL
     for (int l = 1; l <= MaxL; ++l) {
       if (l > lmax) continue;
@@ -163,10 +169,10 @@ struct So2Gate {
       for (int k = 0; k < 2 * l + 1; ++k)
         if (k < rows_of_degree(l)) {
           const double g = double(gx[l * l + k]);
-          grad_z(e, z_row(row_of_degree(l, k)) * channels + c) = static_cast<Real>(g * s);
+          grad_z(e, z_row(row_of_degree(l, k)) * channels + c) = put(g * s);
           dgate += g * double(zin[l * l + k]);
         }
-      grad_z(e, (lmax + l) * channels + c) = static_cast<Real>(dgate * s * (1.0 - s));
+      grad_z(e, (lmax + l) * channels + c) = put(dgate * s * (1.0 - s));
     }
   }
 
@@ -181,15 +187,15 @@ struct So2Gate {
       return;
     }
     const Real *ze = &z(e, 0), *s0 = &sig0(e, 0);
-    Real* xe = &x(e, 0, 0);
-    for (int c = 0; c < channels; ++c) xe[c] = static_cast<Real>(double(ze[c]) * double(s0[c]));
+    Out* xe = &x(e, 0, 0);
+    for (int c = 0; c < channels; ++c) xe[c] = put(double(ze[c]) * double(s0[c]));
     for (int l = 1; l <= lmax; ++l) {
       const Real* sl = &sig(e, (l - 1) * channels);
       for (int k = 0; k < rows_of_degree(l); ++k) {
         const int r = row_of_degree(l, k);
         const Real* zq = ze + z_row(r) * channels;
-        Real* xr = xe + r * channels;
-        for (int c = 0; c < channels; ++c) xr[c] = static_cast<Real>(double(zq[c]) * double(sl[c]));
+        Out* xr = xe + r * channels;
+        for (int c = 0; c < channels; ++c) xr[c] = put(double(zq[c]) * double(sl[c]));
       }
     }
   }
@@ -199,10 +205,10 @@ struct So2Gate {
       return;
     }
     const Real *ze = &z(e, 0), *s0 = &sig0(e, 0), *gxe = &grad_x(e, 0, 0);
-    Real* gze = &grad_z(e, 0);
+    Out* gze = &grad_z(e, 0);
     for (int c = 0; c < channels; ++c) {
       const double z0 = ze[c], s = s0[c];
-      gze[c] = static_cast<Real>(double(gxe[c]) * s * (1.0 + z0 * (1.0 - s)));
+      gze[c] = put(double(gxe[c]) * s * (1.0 + z0 * (1.0 - s)));
     }
     double dgate[kHostChannels];
     for (int l = 1; l <= lmax; ++l) {
@@ -211,16 +217,16 @@ struct So2Gate {
       for (int k = 0; k < rows_of_degree(l); ++k) {
         const int r = row_of_degree(l, k), q = z_row(r);
         const Real *g = gxe + r * channels, *zq = ze + q * channels;
-        Real* out = gze + q * channels;
+        Out* out = gze + q * channels;
         for (int c = 0; c < channels; ++c) {
-          out[c] = static_cast<Real>(double(g[c]) * double(sl[c]));
+          out[c] = put(double(g[c]) * double(sl[c]));
           dgate[c] += double(g[c]) * double(zq[c]);
         }
       }
-      Real* gg = gze + (lmax + l) * channels;
+      Out* gg = gze + (lmax + l) * channels;
       for (int c = 0; c < channels; ++c) {
         const double sv = sl[c];
-        gg[c] = static_cast<Real>(dgate[c] * sv * (1.0 - sv));
+        gg[c] = put(dgate[c] * sv * (1.0 - sv));
       }
     }
   }
@@ -243,8 +249,8 @@ constexpr bool gate_takes_sigmoids() {
 // Host backends with the sigmoids given: one edge per iteration (EdgeTag); else one (edge,
 // channel) per iteration, the order that computes missing sigmoids: GateUpTo<kShortDegrees,
 // ChannelTag> for lmax <= kShortDegrees, ChannelTag above.
-template <class EdgeTag, class ChannelTag, class Exec, class Real>
-void launch_gate(const char* label, const Exec& exec, const So2Gate<Exec, Real>& f, int n_edges) {
+template <class EdgeTag, class ChannelTag, class Exec, class Real, class Out>
+void launch_gate(const char* label, const Exec& exec, const So2Gate<Exec, Real, Out>& f, int n_edges) {
   if constexpr (gate_per_edge<Exec>()) {
     if (f.sig0.extent(0) != 0 && f.sig.extent(0) != 0) {
       Kokkos::parallel_for(label, Range<Exec, EdgeTag>(exec, 0, n_edges), f);
@@ -260,13 +266,13 @@ void launch_gate(const char* label, const Exec& exec, const So2Gate<Exec, Real>&
     Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec, ChannelTag, Index>(exec, 0, items), f);
 }
 
-template <class Exec, class Real>
-void so2_gate_forward(const Exec& exec, const So2Gate<Exec, Real>& f, int n_edges) {
+template <class Exec, class Real, class Out>
+void so2_gate_forward(const Exec& exec, const So2Gate<Exec, Real, Out>& f, int n_edges) {
   launch_gate<TagValue, TagForward>("edgeframe::so2_gate", exec, f, n_edges);
 }
 
-template <class Exec, class Real>
-void so2_gate_backward(const Exec& exec, const So2Gate<Exec, Real>& f, int n_edges) {
+template <class Exec, class Real, class Out>
+void so2_gate_backward(const Exec& exec, const So2Gate<Exec, Real, Out>& f, int n_edges) {
   launch_gate<TagValueAndGrad, TagBackward>("edgeframe::so2_gate_backward", exec, f, n_edges);
 }
 

@@ -9,8 +9,11 @@
 
 #include <Kokkos_Core.hpp>
 #include <cstdint>
+#include <stdexcept>
+#include <type_traits>
 
 #include "band_layout.hpp"
+#include "bf16.hpp"
 #include "kernel_common.hpp"
 #include "warp_reduce.hpp"
 
@@ -110,7 +113,9 @@ struct UnrotateForward {
 
 // Per edge e: with G = grad_agg[recv(e)] and rg[row, c] = sum_{m'} D_{m m'} G[(l, m'), c],
 //   grad_w = scale u rg,  grad_env = scale sum_{row, c} w rg,  grad_band[(l, m, m')] = scale u sum_c w G.
-template <class Exec, class Real>
+// grad_w's elements are Out: Real, or Bf16 (bf16.hpp; the device form only: the host form sums
+// in grad_w's rows).
+template <class Exec, class Real, class Out = Real>
 struct UnrotateBackward {
   using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
   using Lanes = EdgeLanes<Exec>;
@@ -118,7 +123,7 @@ struct UnrotateBackward {
   View2<const Real, Exec> band;
   View1<const Real, Exec> env;
   View1<const int, Exec> recv;
-  View3<Real, Exec> grad_w;
+  View3<Out, Exec> grad_w;
   View2<Real, Exec> grad_band;
   View1<Real, Exec> grad_env;
   double scale;
@@ -127,6 +132,13 @@ struct UnrotateBackward {
 
   // One team per edge, channels over its vector lanes, the channel sums by team_dot.
   KOKKOS_INLINE_FUNCTION void operator()(TagHostForm, const Team& team) const {
+    if constexpr (!std::is_same_v<Out, Real>) {
+      Kokkos::abort("edgeframe: the host form of unrotate_aggregate_backward writes Real grad_w only");
+    } else {
+      host_form(team);
+    }
+  }
+  KOKKOS_INLINE_FUNCTION void host_form(const Team& team) const {
     const int e = team.league_rank(), i = recv(e), C = channels;
     const Real se = static_cast<Real>(scale) * env(e);
     double genv = 0.0;
@@ -231,7 +243,7 @@ struct UnrotateBackward {
             }
             if (c < C) {
               genv += double(wc) * double(rg);
-              grad_w(e, prow, c) = rg * se;
+              grad_w(e, prow, c) = store_as<Out>(rg * se);
             }
           }
           lanes.reduce_scatter(part, [&](int t, double sum) {
@@ -264,7 +276,7 @@ struct UnrotateBackward {
               Real rg = band(e, boff) * grad_agg(i, l * l, c);
               for (int t = 1; t <= 2 * l; ++t) rg += band(e, boff + t) * grad_agg(i, l * l + t, c);
               genv += double(w(e, prow, c)) * double(rg);
-              grad_w(e, prow, c) = rg * se;
+              grad_w(e, prow, c) = store_as<Out>(rg * se);
             }
           for (int t0 = 0; t0 <= 2 * l; t0 += NV) {  // one chunk unless 2l+1 > kMaxSlots
             double part[NV];
@@ -283,7 +295,7 @@ struct UnrotateBackward {
                 }
               if (whole_row) {  // rg is complete: this chunk is the whole row
                 genv += double(wc) * double(rg);
-                grad_w(e, prow, c) = rg * se;
+                grad_w(e, prow, c) = store_as<Out>(rg * se);
               }
             }
             lanes.reduce_scatter(part, [&](int t, double sum) {
@@ -306,12 +318,23 @@ void unrotate_aggregate_forward(const Exec& exec, const UnrotateAggregate<Exec, 
     Kokkos::parallel_for("edgeframe::unrotate_aggregate", team_policy<Exec, TagHostForm>(exec, n_nodes), f);
 }
 
+// The backward with grad_w into grad_w_out (Real or Bf16 elements; p.grad_w is not used). Bf16
+// needs the device form (it runs on every backend).
+template <class Exec, class Real, class Out>
+void unrotate_aggregate_backward_into(const Exec& exec, const UnrotateAggregate<Exec, Real>& p,
+                                      const View3<Out, Exec>& grad_w_out, int n_edges,
+                                      KernelForm form = native_form<Exec>()) {
+  if (!std::is_same_v<Out, Real> && form == KernelForm::host)
+    throw std::invalid_argument("edgeframe: unrotate_aggregate_backward's host form writes Real grad_w only");
+  const UnrotateBackward<Exec, Real, Out> f{p.w,        p.grad_agg, p.band, p.env,  p.recv,     grad_w_out, p.grad_band,
+                                            p.grad_env, p.scale,    p.lmax, p.mmax, p.channels, n_edges};
+  launch_edge_pass("edgeframe::unrotate_aggregate_backward", exec, f, n_edges, form);
+}
+
 template <class Exec, class Real>
 void unrotate_aggregate_backward(const Exec& exec, const UnrotateAggregate<Exec, Real>& p, int n_edges,
                                  KernelForm form = native_form<Exec>()) {
-  const UnrotateBackward<Exec, Real> f{p.w,        p.grad_agg, p.band, p.env,  p.recv,     p.grad_w, p.grad_band,
-                                       p.grad_env, p.scale,    p.lmax, p.mmax, p.channels, n_edges};
-  launch_edge_pass("edgeframe::unrotate_aggregate_backward", exec, f, n_edges, form);
+  unrotate_aggregate_backward_into(exec, p, p.grad_w, n_edges, form);
 }
 
 }  // namespace edgeframe::kk

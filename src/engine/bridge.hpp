@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "bf16.hpp"
 #include "errors.hpp"
 #include "kernel_common.hpp"
 
@@ -35,6 +36,8 @@ constexpr torch::Dtype dtype_of() {
     return torch::kFloat32;
   else if constexpr (std::is_same_v<U, int>)
     return torch::kInt32;
+  else if constexpr (std::is_same_v<U, kk::Bf16>)
+    return torch::kBFloat16;
   else
     static_assert(sizeof(U) == 0, "no torch dtype for this element type");
 }

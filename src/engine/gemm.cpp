@@ -100,7 +100,11 @@ std::pair<Tensor, Tensor> split_tf32(const Tensor& x) {
 }
 
 void gemm_out(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
-  const GemmMode mode = a.scalar_type() == torch::kFloat ? g_mode.load() : GemmMode::native;
+  // bf16 operands (kernel outputs stored for the bf16 mode, ops.hpp so2_convolution) take that
+  // mode's GEMM whatever the mode; fp32 ones the mode's; fp64 the native one.
+  const GemmMode mode = a.scalar_type() == torch::kBFloat16 ? GemmMode::bf16
+                        : a.scalar_type() == torch::kFloat  ? g_mode.load()
+                                                            : GemmMode::native;
   switch (mode) {
     case GemmMode::native:
       native_out(out, a, b, bias);

@@ -51,7 +51,8 @@ class GemmScope {
 };
 
 // out = a b (+ bias, broadcast over rows) in the current mode. a [M, K], b [K, N] (any strides,
-// e.g. w.t()), out [M, N] of a's dtype (may be a column view of a wider matrix).
+// e.g. w.t()), out [M, N] of a's dtype (may be a column view of a wider matrix). An a of bf16
+// (operands already rounded) takes the bf16 mode's GEMM into an fp32 out, whatever the mode.
 void gemm_out(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
               const torch::Tensor& bias = torch::Tensor());
 torch::Tensor gemm(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias = torch::Tensor());

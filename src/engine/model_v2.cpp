@@ -537,6 +537,9 @@ DeviceStep ModelV2::device_step(const AtomGraph& graph, kk::Vec3View<const doubl
       const Layer& lt = m_layers[t];
       const auto Ec = bb.size(0);
       const Tensor a = radial_hidden(lt.radial, gg, zs, zr);
+      // bf16: the GEMM operands stored in bfloat16 by the kernels themselves (so2_convolution).
+      if (m_precision == Precision::bf16)
+        return so2_convolution(nn, bb, a, lt.radial.w2, lt.radial.b2, ee, lt.so2_1, lt.so2_2, H, s, true);
       Tensor u = edge_frame_pack(nn, bb, a, lt.radial.w2, lt.radial.b2, s);
       Tensor zz = so2_linear(u.reshape({Ec, lt.so2_1.x_width}), lt.so2_1);
       u.reset();

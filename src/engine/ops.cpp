@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -231,9 +232,17 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
   static variable_list run_backward(AutogradContext* ctx, const Tensor& grad_u, const StepContext& s,
                                     const BandPart& part) {
     const auto saved = ctx->get_saved_variables();
-    const Tensor &n = saved[0], &band = saved[1], &a = saved[2], &w = saved[3], &b = saved[4];
+    auto [grad_n, grad_band, grad_a] =
+        pack_backward<Real>(saved[0], saved[1], saved[2], saved[3], saved[4], grad_u, s, part, ctx->needs_input_grad(0));
+    return {grad_n, grad_band, grad_a, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
+  }
+
+  // {grad n (undefined unless want_n), grad band, grad a} of the pack on n, band and g = a w^T + b.
+  template <class Real>
+  static std::tuple<Tensor, Tensor, Tensor> pack_backward(const Tensor& n, const Tensor& band, const Tensor& a,
+                                                          const Tensor& w, const Tensor& b, const Tensor& grad_u,
+                                                          const StepContext& s, const BandPart& part, bool want_n) {
     const int E = s.graph.n_edges;
-    const bool want_n = ctx->needs_input_grad(0);
     const bool in_place = kk::backward_edge_in_place<Exec>(part.lmax);
     // Fewer degrees than n holds: the node pass writes only theirs.
     Tensor grad_n = !want_n ? Tensor() : part.lmax < s.lmax ? torch::zeros_like(n) : torch::empty_like(n);
@@ -259,7 +268,7 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
       kk::edge_frame_pack_backward_node(exec, f, s.graph.n_nodes);
       fence_for_torch(exec);
     }
-    return {grad_n, grad_band, grad_a, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
+    return {grad_n, grad_band, grad_a};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -358,18 +367,34 @@ Tensor block_output(std::int64_t rows, int width, const So2Plan& plan, int So2Pl
   return out;
 }
 
+// z = the plan's blocks applied to x [E, x_width]; z [E, z_width] in `dtype` (x's, or fp32
+// where x holds bf16 operands).
+Tensor so2_blocks_forward(const Tensor& x, const So2Plan& plan, torch::Dtype dtype) {
+  Tensor z = block_output(x.size(0), plan.z_width, plan, &So2Plan::Block::z_col, &So2Plan::Block::z_cols,
+                          x.options().dtype(dtype));
+  for (const auto& b : plan.blocks) {
+    Tensor out = z.narrow(1, b.z_col, b.z_cols);
+    const Tensor in = x.narrow(1, b.x_col, b.x_cols);
+    gemm_out(out, in, b.w.t(), b.bias);
+  }
+  return z;
+}
+
+// grad x [E, x_width] in `dtype` from grad z [E, z_width] (contiguous).
+Tensor so2_blocks_backward(const Tensor& g, const So2Plan& plan, torch::Dtype dtype) {
+  Tensor gx = block_output(g.size(0), plan.x_width, plan, &So2Plan::Block::x_col, &So2Plan::Block::x_cols,
+                           g.options().dtype(dtype));
+  for (const auto& b : plan.blocks) {
+    Tensor out = gx.narrow(1, b.x_col, b.x_cols);
+    gemm_out(out, g.narrow(1, b.z_col, b.z_cols), b.w);
+  }
+  return gx;
+}
+
 struct So2LinearFn : public torch::autograd::Function<So2LinearFn> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, std::int64_t plan_handle) {
-    const So2Plan& plan = *reinterpret_cast<const So2Plan*>(plan_handle);
     ctx->saved_data["plan"] = plan_handle;
-    Tensor z =
-        block_output(x.size(0), plan.z_width, plan, &So2Plan::Block::z_col, &So2Plan::Block::z_cols, x.options());
-    for (const auto& b : plan.blocks) {
-      Tensor out = z.narrow(1, b.z_col, b.z_cols);
-      const Tensor in = x.narrow(1, b.x_col, b.x_cols);
-      gemm_out(out, in, b.w.t(), b.bias);
-    }
-    return z;
+    return so2_blocks_forward(x, *reinterpret_cast<const So2Plan*>(plan_handle), x.scalar_type());
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -377,13 +402,7 @@ struct So2LinearFn : public torch::autograd::Function<So2LinearFn> {
     const Tensor& gz = grads[0];
     if (!gz.defined()) return {Tensor(), Tensor()};
     const Tensor g = gz.contiguous();
-    Tensor gx =
-        block_output(g.size(0), plan.x_width, plan, &So2Plan::Block::x_col, &So2Plan::Block::x_cols, g.options());
-    for (const auto& b : plan.blocks) {
-      Tensor out = gx.narrow(1, b.x_col, b.x_cols);
-      gemm_out(out, g.narrow(1, b.z_col, b.z_cols), b.w);
-    }
-    return {gx, Tensor()};
+    return {so2_blocks_backward(g, plan, g.scalar_type()), Tensor()};
   }
 };
 
@@ -397,10 +416,10 @@ std::pair<Tensor, Tensor> gate_sigmoids(const Tensor& z, int lmax, int channels)
           torch::sigmoid(z.narrow(1, (lmax + 1) * channels, lmax * channels))};
 }
 
-template <class Real>
-kk::So2Gate<Exec, Real> gate_functor(const Tensor& z, const std::pair<Tensor, Tensor>& sig, int lmax, int mmax,
-                                     int channels) {
-  kk::So2Gate<Exec, Real> f;
+template <class Real, class Out = Real>
+kk::So2Gate<Exec, Real, Out> gate_functor(const Tensor& z, const std::pair<Tensor, Tensor>& sig, int lmax, int mmax,
+                                          int channels) {
+  kk::So2Gate<Exec, Real, Out> f;
   f.z = bridge::view2<const Real>(z, "first SO(2) linear output z");
   if (sig.first.defined()) {  // else left empty: the kernel computes them
     f.sig0 = bridge::view2<const Real>(sig.first, "sigmoid of row 0");
@@ -448,6 +467,127 @@ struct So2GateFn : public torch::autograd::Function<So2GateFn> {
     });
     fence_for_torch(exec);
     return {gz, Tensor(), Tensor(), Tensor()};
+  }
+};
+
+// ---- so2_convolution: pack, SO(2) linear, gate, SO(2) linear, unrotate in one function ---------
+// The kernel outputs that only feed a GEMM (u and x forward, grad_w and grad_z backward) are
+// stored as Store: Real, or kk::Bf16 in the bf16 GEMM mode, where those GEMMs round their
+// operands to bfloat16 anyway (gemm.hpp): the kernels round at the store and the GEMMs read half
+// the bytes, with no cast pass between (each a read of the fp32 tensor and a write of its copy).
+// Kept for the backward, as by the separate functions: the pack's inputs, z and w; z and w are
+// released as soon as the backward has used them.
+template <class Store>
+struct So2ConvolutionFn : public torch::autograd::Function<So2ConvolutionFn<Store>> {
+  using Real = float;  // Store = Real (tests: the same path in fp32) or Bf16
+  static constexpr torch::Dtype kStore = bridge::dtype_of<Store>();
+
+  static const So2Plan& plan(AutogradContext* ctx, const char* which) {
+    return *reinterpret_cast<const So2Plan*>(ctx->saved_data[which].toInt());
+  }
+
+  static Tensor forward(AutogradContext* ctx, const Tensor& n, const Tensor& band, const Tensor& a, const Tensor& w2,
+                        const Tensor& b2, const Tensor& env, std::int64_t step_handle, std::int64_t plan1_handle,
+                        std::int64_t plan2_handle, std::int64_t lmax, std::int64_t mmax, std::int64_t hidden) {
+    ctx->saved_data["step"] = step_handle;
+    ctx->saved_data["so2_1"] = plan1_handle;
+    ctx->saved_data["so2_2"] = plan2_handle;
+    ctx->saved_data["hidden"] = hidden;
+    const BandPart part = save_part(ctx, lmax, mmax);
+    ctx->save_for_backward({n, band, a, w2, b2, env});
+    const StepContext& s = step_of(ctx);
+    const StepTimer timer(s, &StepTimes::edge_frame);
+    const So2Plan &p1 = plan(ctx, "so2_1"), &p2 = plan(ctx, "so2_2");
+    const int E = s.graph.n_edges, K = kk::band_rows(part.lmax, part.mmax), C = s.channels, H = int(hidden);
+    const Exec exec = bridge::exec_instance();
+
+    Tensor g = EdgeFramePackFn::radial_multipliers(a, w2, b2, s, part);
+    Tensor u = torch::empty({E, K, 2 * C}, options(kStore));
+    kk::edge_frame_pack_forward_into(exec, pack_functor<Real>(s, part, n, band, g), bridge::view3<Store>(u, "packed u"),
+                                     E);
+    fence_for_torch(exec);
+    g.reset();
+    Tensor z = so2_blocks_forward(u.view({E, p1.x_width}), p1, torch::kFloat);
+    u.reset();
+    Tensor x = torch::empty({E, K, H}, options(kStore));
+    {
+      const auto sig = gate_sigmoids(z, part.lmax, H);  // the functor's views read them
+      auto f = gate_functor<Real, Store>(z, sig, part.lmax, part.mmax, H);
+      f.x = bridge::view3<Store>(x, "gated rows");
+      kk::so2_gate_forward(exec, f, E);
+      fence_for_torch(exec);
+    }
+    Tensor w = so2_blocks_forward(x.view({E, p2.x_width}), p2, torch::kFloat).view({E, K, C});
+    x.reset();
+    Tensor agg = torch::empty({s.graph.n_nodes, kk::n_coeffs(part.lmax), C}, options(torch::kFloat));
+    {
+      auto f = unrot_functor<Real>(s, part, w, band, env);
+      f.agg = bridge::view3<Real>(agg, "aggregate");
+      kk::unrotate_aggregate_forward(exec, f, s.graph.n_nodes);
+      fence_for_torch(exec);
+    }
+    ctx->saved_data["z"] = z;
+    ctx->saved_data["w"] = w;
+    return agg;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const StepContext& s = step_of(ctx);
+    const StepTimer timer(s, &StepTimes::edge_frame);
+    const BandPart part = saved_part(ctx);
+    const So2Plan &p1 = plan(ctx, "so2_1"), &p2 = plan(ctx, "so2_2");
+    const int E = s.graph.n_edges, K = kk::band_rows(part.lmax, part.mmax), C = s.channels;
+    const int H = int(ctx->saved_data["hidden"].toInt());
+    const auto saved = ctx->get_saved_variables();
+    const Tensor &n = saved[0], &band = saved[1], &a = saved[2], &w2 = saved[3], &b2 = saved[4], &env = saved[5];
+    const Tensor grad_agg =
+        grad_or_zeros(grads[0], {s.graph.n_nodes, kk::n_coeffs(part.lmax), C}, torch::kFloat);
+    const Exec exec = bridge::exec_instance();
+
+    // unrotate: grad_w (Store), the band's and the envelope's gradients
+    Tensor grad_w = torch::empty({E, K, C}, options(kStore));
+    Tensor grad_band = band_gradient(band, part), grad_env = torch::empty_like(env);
+    {
+      const Tensor w = ctx->saved_data["w"].toTensor();
+      auto f = unrot_functor<Real>(s, part, w, band, env);
+      f.grad_agg = bridge::view3<const Real>(grad_agg, "grad aggregate");
+      f.grad_band = bridge::view2<Real>(grad_band, "grad band");
+      f.grad_env = bridge::view1<Real>(grad_env, "grad env");
+      if constexpr (std::is_same_v<Store, Real>) {
+        f.grad_w = bridge::view3<Real>(grad_w, "grad w");
+        kk::unrotate_aggregate_backward(exec, f, E);
+      } else if (kk::native_form<Exec>() == kk::KernelForm::device) {
+        kk::unrotate_aggregate_backward_into(exec, f, bridge::view3<Store>(grad_w, "grad w"), E);
+      } else {  // the host form sums in grad_w's rows: Real rows, then rounded by torch
+        Tensor rows = torch::empty({E, K, C}, options(torch::kFloat));
+        f.grad_w = bridge::view3<Real>(rows, "grad w");
+        kk::unrotate_aggregate_backward(exec, f, E);
+        fence_for_torch(exec);
+        grad_w = rows.to(kStore);
+      }
+      fence_for_torch(exec);
+    }
+    ctx->saved_data.erase("w");
+    const Tensor grad_x = so2_blocks_backward(grad_w.view({E, p2.z_width}), p2, torch::kFloat);
+    grad_w.reset();
+    Tensor grad_z;
+    {
+      const Tensor z = ctx->saved_data["z"].toTensor();
+      grad_z = torch::empty(z.sizes(), options(kStore));
+      const auto sig = gate_sigmoids(z, part.lmax, H);  // recomputed (host backends), as by So2GateFn
+      auto f = gate_functor<Real, Store>(z, sig, part.lmax, part.mmax, H);
+      f.grad_x = bridge::view3<const Real>(grad_x.view({E, K, H}), "grad gated rows");
+      f.grad_z = bridge::view2<Store>(grad_z, "grad z");
+      kk::so2_gate_backward(exec, f, E);
+      fence_for_torch(exec);
+    }
+    ctx->saved_data.erase("z");
+    const Tensor grad_u = so2_blocks_backward(grad_z, p1, torch::kFloat).view({E, K, 2 * C});
+    grad_z.reset();
+    auto [grad_n, grad_band_pack, grad_a] = EdgeFramePackFn::pack_backward<Real>(
+        n, band, a, w2, b2, grad_u, s, part, ctx->needs_input_grad(0));
+    return {grad_n, grad_band + grad_band_pack, grad_a, Tensor(), Tensor(), grad_env, Tensor(), Tensor(),
+            Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
@@ -764,6 +904,20 @@ torch::Tensor unrotate_aggregate(const torch::Tensor& w, const torch::Tensor& ba
                                  StepContext& step, BandPart part) {
   part = resolved(part, band, step);
   return UnrotateAggregateFn::apply(w.contiguous(), band, env, handle_of(step), part.lmax, part.mmax);
+}
+
+torch::Tensor so2_convolution(const torch::Tensor& n, const torch::Tensor& band, const torch::Tensor& a,
+                              const torch::Tensor& w2, const torch::Tensor& b2, const torch::Tensor& env,
+                              const So2Plan& so2_1, const So2Plan& so2_2, int hidden, StepContext& step,
+                              bool bf16_storage, BandPart part) {
+  if (step.dtype != torch::kFloat32) throw ComputeError("edgeframe: so2_convolution computes in fp32 only");
+  part = resolved(part, band, step);
+  const auto p1 = reinterpret_cast<std::int64_t>(&so2_1), p2 = reinterpret_cast<std::int64_t>(&so2_2);
+  if (bf16_storage)
+    return So2ConvolutionFn<kk::Bf16>::apply(n.contiguous(), band, a.contiguous(), w2, b2, env, handle_of(step), p1,
+                                             p2, part.lmax, part.mmax, hidden);
+  return So2ConvolutionFn<float>::apply(n.contiguous(), band, a.contiguous(), w2, b2, env, handle_of(step), p1, p2,
+                                        part.lmax, part.mmax, hidden);
 }
 
 torch::Tensor m0_band(const torch::Tensor& band, int lmax, int mmax) {

@@ -151,6 +151,18 @@ void validate(const So2Plan& plan);  // throws ComputeError unless the blocks ar
 // gate pre-activations, then the m > 0 rows) -> [E, K, C].
 torch::Tensor so2_gate(const torch::Tensor& z, int lmax, int mmax, int channels);
 
+// A layer's edge block in one autograd function, fp32 compute: edge_frame_pack (n, band, a, w2,
+// b2 as there), so2_1 [E, K 2C] -> [E, (K + L) H], so2_gate over H channels, so2_2 [E, K H] ->
+// [E, K C], unrotate_aggregate (band, env) -> agg [N, (part.lmax + 1)^2, C]: the same numbers as
+// those five calls. With bf16_storage the tensors that only feed the SO(2) GEMMs (u, the gated
+// rows, and backward their gradients) are written by the kernels in bfloat16, rounded as the
+// bf16 GEMM mode rounds its operands (gemm.hpp), so the step reads and writes fewer bytes and
+// makes no cast pass: for the bf16 precision mode (the same numbers as the five calls under it).
+torch::Tensor so2_convolution(const torch::Tensor& n, const torch::Tensor& band, const torch::Tensor& a,
+                              const torch::Tensor& w2, const torch::Tensor& b2, const torch::Tensor& env,
+                              const So2Plan& so2_1, const So2Plan& so2_2, int hidden, StepContext& step,
+                              bool bf16_storage, BandPart part = {});
+
 // Equivariant RMS norm (rms_norm.hpp): h [N, >= (lmax+1)^2, C] (a view with dense rows is fine),
 // scale [lmax+1, C] -> [N, (lmax+1)^2, C]; mean and rms in double for every dtype.
 torch::Tensor rms_norm(const torch::Tensor& h, const torch::Tensor& scale, int lmax, double eps);
