@@ -10,6 +10,8 @@
 #                profile; diamond 512 fp32) and the v1 L2 shape (diamond 512 tf32); max |dF|
 #                between the two builds per case; with NCU_REGEX set, ncu's counters and stall
 #                reasons of the kernels whose demangled names match, one diamond 512 tf32 step.
+#                AB_PRECISIONS (default tf32): the precisions of the UMA-S-shape cases, in order;
+#                AB_EXTRA=0 leaves out the fp32 and L2 cases.
 # The base archive holds only what the build reads:
 #   git archive BASE CMakeLists.txt cmake src kokkos bench/CMakeLists.txt bench/edgeframe_bench.cpp \
 #     tests/CMakeLists.txt tests/unit scripts python pyproject.toml | gzip > .device/src-head.tar.gz
@@ -58,13 +60,17 @@ one() {  # build label args...
 for c in diamond512 bcc4394 diamond4096; do
   reps=20
   [[ $c == diamond4096 ]] && reps=10
-  for b in old new; do
-    one $b umas-$c-tf32 --case $cases/$c.case --potential $pot --precision tf32 --reps $reps --warmup 3 --torch-profile
+  for p in ${AB_PRECISIONS:-tf32}; do
+    for b in old new; do
+      one $b umas-$c-$p --case $cases/$c.case --potential $pot --precision $p --reps $reps --warmup 3 --torch-profile
+    done
   done
   pack
 done
-for b in old new; do one $b umas-diamond512-fp32 --case $cases/diamond512.case --potential $pot --precision fp32 --reps 10 --warmup 2; done
-for b in old new; do one $b L2-512-tf32 --shape L2 --cells 4 --reps 20 --precision tf32; done
+if [[ ${AB_EXTRA:-1} == 1 ]]; then
+  for b in old new; do one $b umas-diamond512-fp32 --case $cases/diamond512.case --potential $pot --precision fp32 --reps 10 --warmup 2; done
+  for b in old new; do one $b L2-512-tf32 --shape L2 --cells 4 --reps 20 --precision tf32; done
+fi
 python3 - << 'PY' | tee "$R/forces-old-vs-new.txt"
 import glob, os
 import numpy as np
