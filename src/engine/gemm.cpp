@@ -30,6 +30,7 @@ void native_out(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bia
 // two bf16 values is exact in fp32), summed in fp32 as well.
 void bf16_out(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
   const Tensor ab = a.to(torch::kBFloat16), bb = b.to(torch::kBFloat16);
+  if (gemm_bf16_lt(out, ab, bb, bias)) return;  // CUDA: straight into out, the bias in the epilogue
   const Tensor p = a.is_cuda() ? at::mm(ab, bb, torch::kFloat) : at::mm(ab.to(torch::kFloat), bb.to(torch::kFloat));
   if (bias.defined())
     at::add_out(out, p, bias);

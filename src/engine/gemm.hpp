@@ -65,6 +65,12 @@ torch::Tensor gemm(const torch::Tensor& a, const torch::Tensor& b, const torch::
 bool gemm_bias_in_epilogue(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
                            const torch::Tensor& bias);
 
+// out (fp32, any row stride, unit column stride) = a b (+ bias, optional) for bf16 a and b, sums
+// in fp32, in one cuBLASLt call (the bias in its epilogue): the bf16 mode's GEMM, with no
+// temporary and no pass after it. false, having done nothing, where it does not apply (as above).
+bool gemm_bf16_lt(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
+                  const torch::Tensor& bias = torch::Tensor());
+
 // a [..., K] w^T + bias as an autograd op: native mode calls torch's addmm / mm (its own backward); the
 // other modes a Function whose backward forms its GEMMs in the same mode.
 torch::Tensor gemm_linear(const torch::Tensor& a, const torch::Tensor& w, const torch::Tensor& bias = torch::Tensor());

@@ -8,6 +8,12 @@
 // the m = 0 block of the first SO(2) linear 3.10 ms instead of 1.89 ms at 4096 diamond atoms
 // (doc/performance.md, "Model v2 on one H200").
 //
+// The same call serves the bf16 mode (gemm_bf16_lt): bf16 operands, an fp32 result written
+// straight into its columns, the bias (if any) in the epilogue. torch's mm with out_dtype writes
+// a contiguous temporary, which then went into the column view with a strided copy or add:
+// non-vectorised passes that took 36 of a 131 ms bf16 step at 4394 bcc Cu atoms on an H100
+// (bench/results/h200_2026-12-05c, call 3).
+//
 // cuBLASLt is taken from the copy torch loaded (libtorch_cuda.so needs libcublasLt.so.13) through
 // dlopen with RTLD_NOLOAD, not linked: the CUDA toolkit's copy can be an older minor version than
 // the torch wheel's, and a direct link could make the process, torch included, load that one.
@@ -29,6 +35,8 @@ namespace edgeframe::impl {
 bool gemm_bias_in_epilogue(torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
   return false;
 }
+
+bool gemm_bf16_lt(torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) { return false; }
 
 #else
 
@@ -121,19 +129,22 @@ struct Descriptors {
   }
 };
 
-}  // namespace
-
-bool gemm_bias_in_epilogue(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
-  if (!bias.defined() || out.dim() != 2 || a.dim() != 2 || b.dim() != 2 || bias.dim() != 1) return false;
-  const Tensor* const operands[] = {&out, &a, &b, &bias};
-  for (const Tensor* t : operands)
-    if (!t->is_cuda() || t->device() != out.device() || t->scalar_type() != torch::kFloat) return false;
+// out (fp32, unit column stride) = a b (+ bias in the epilogue), a and b both of `operands`
+// (fp32 or bf16), sums in fp32 (TF32 for fp32 operands where torch's switch says so).
+bool lt_matmul(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias, torch::Dtype operands) {
+  const bool has_bias = bias.defined();
+  if (out.dim() != 2 || a.dim() != 2 || b.dim() != 2 || (has_bias && bias.dim() != 1)) return false;
+  if (!out.is_cuda() || out.scalar_type() != torch::kFloat) return false;
+  for (const Tensor* t : {&a, &b})
+    if (!t->is_cuda() || t->device() != out.device() || t->scalar_type() != operands) return false;
+  if (has_bias && (!bias.is_cuda() || bias.device() != out.device() || bias.scalar_type() != torch::kFloat)) return false;
   const std::int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  if (m == 0 || n == 0 || k == 0 || b.size(0) != k || bias.size(0) != n || !bias.is_contiguous()) return false;
+  if (m == 0 || n == 0 || k == 0 || b.size(0) != k) return false;
+  if (has_bias && (bias.size(0) != n || !bias.is_contiguous())) return false;
   if (out.size(0) != m || out.size(1) != n || out.stride(1) != 1 || out.stride(0) < n) return false;
   // The preferences below state A-D's alignments, not the bias': a bias less aligned than 16
   // bytes (a slice) could make the kernel fault instead of the heuristic declining.
-  if (alignment_of(bias.data_ptr()) < 16) return false;
+  if (has_bias && alignment_of(bias.data_ptr()) < 16) return false;
   Operand op_a, op_b;
   if (!as_operand(a, op_a) || !as_operand(b, op_b)) return false;
   const LtApi& api = lt_api();
@@ -147,19 +158,23 @@ bool gemm_bias_in_epilogue(Tensor& out, const Tensor& a, const Tensor& b, const 
   const bool tf32 = at::globalContext().float32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL) ==
                     at::Float32Precision::TF32;
   Descriptors d{api};
-  const cublasComputeType_t compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-  const void* bias_ptr = bias.data_ptr();
+  const bool bf16 = operands == torch::kBFloat16;
+  const cublasComputeType_t compute = tf32 && !bf16 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cudaDataType_t ab_type = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  const cublasLtEpilogue_t epilogue = has_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  const void* bias_ptr = has_bias ? bias.data_ptr() : nullptr;
   if (api.desc_create(&d.op, compute, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS) return false;
   if (api.desc_set(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_b, sizeof(trans_b)) != CUBLAS_STATUS_SUCCESS ||
       api.desc_set(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_a, sizeof(trans_a)) != CUBLAS_STATUS_SUCCESS ||
-      api.desc_set(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)) != CUBLAS_STATUS_SUCCESS ||
+      api.desc_set(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)) != CUBLAS_STATUS_SUCCESS)
+    return false;
+  if (has_bias &&
       api.desc_set(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr, sizeof(bias_ptr)) != CUBLAS_STATUS_SUCCESS)
     return false;
   // Stored shapes: an operand applied transposed is stored as [cols of op, rows of op].
   const bool b_t = op_b.transposed_storage, a_t = op_a.transposed_storage;
-  if (api.layout_create(&d.a, CUDA_R_32F, b_t ? k : n, b_t ? n : k, op_b.ld) != CUBLAS_STATUS_SUCCESS ||
-      api.layout_create(&d.b, CUDA_R_32F, a_t ? m : k, a_t ? k : m, op_a.ld) != CUBLAS_STATUS_SUCCESS ||
+  if (api.layout_create(&d.a, ab_type, b_t ? k : n, b_t ? n : k, op_b.ld) != CUBLAS_STATUS_SUCCESS ||
+      api.layout_create(&d.b, ab_type, a_t ? m : k, a_t ? k : m, op_a.ld) != CUBLAS_STATUS_SUCCESS ||
       api.layout_create(&d.c, CUDA_R_32F, n, m, out.stride(0)) != CUBLAS_STATUS_SUCCESS)
     return false;
 
@@ -191,9 +206,19 @@ bool gemm_bias_in_epilogue(Tensor& out, const Tensor& a, const Tensor& b, const 
                  out.data_ptr(), d.c, &found.algo, at::cuda::getCUDABlasLtWorkspace(), workspace_bytes,
                  at::cuda::getCurrentCUDAStream());
   // Past the heuristic a failure is not a shape we could hand back to addmm: it is an error.
-  TORCH_CHECK(status == CUBLAS_STATUS_SUCCESS, "edgeframe: cublasLtMatmul with a bias epilogue failed (status ",
-              static_cast<int>(status), ") for [", m, ", ", k, "] x [", k, ", ", n, "]");
+  TORCH_CHECK(status == CUBLAS_STATUS_SUCCESS, "edgeframe: cublasLtMatmul (", bf16 ? "bf16" : "fp32",
+              " operands) failed (status ", static_cast<int>(status), ") for [", m, ", ", k, "] x [", k, ", ", n, "]");
   return true;
+}
+
+}  // namespace
+
+bool gemm_bias_in_epilogue(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
+  return bias.defined() && lt_matmul(out, a, b, bias, torch::kFloat);
+}
+
+bool gemm_bf16_lt(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
+  return lt_matmul(out, a, b, bias, torch::kBFloat16);
 }
 
 #endif  // KOKKOS_ENABLE_CUDA

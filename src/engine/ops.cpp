@@ -568,7 +568,7 @@ struct So2ConvolutionFn : public torch::autograd::Function<So2ConvolutionFn<Stor
       fence_for_torch(exec);
     }
     ctx->saved_data.erase("w");
-    const Tensor grad_x = so2_blocks_backward(grad_w.view({E, p2.z_width}), p2, torch::kFloat);
+    Tensor grad_x = so2_blocks_backward(grad_w.view({E, p2.z_width}), p2, torch::kFloat);
     grad_w.reset();
     Tensor grad_z;
     {
@@ -581,12 +581,16 @@ struct So2ConvolutionFn : public torch::autograd::Function<So2ConvolutionFn<Stor
       kk::so2_gate_backward(exec, f, E);
       fence_for_torch(exec);
     }
+    // Released before the pass that holds the layer's widest tensors (the pack's backward), as
+    // autograd releases them between the separate functions.
+    grad_x.reset();
     ctx->saved_data.erase("z");
     const Tensor grad_u = so2_blocks_backward(grad_z, p1, torch::kFloat).view({E, K, 2 * C});
     grad_z.reset();
     auto [grad_n, grad_band_pack, grad_a] = EdgeFramePackFn::pack_backward<Real>(
         n, band, a, w2, b2, grad_u, s, part, ctx->needs_input_grad(0));
-    return {grad_n, grad_band + grad_band_pack, grad_a, Tensor(), Tensor(), grad_env, Tensor(), Tensor(),
+    grad_band.add_(grad_band_pack);  // in place: the sum autograd would have made, one tensor less
+    return {grad_n, grad_band, grad_a, Tensor(), Tensor(), grad_env, Tensor(), Tensor(),
             Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };

@@ -144,6 +144,38 @@ TEST(Gemm, Bf16RoundsTheOperandsAndSumsInFp32) {
   EXPECT_GT(err, 1e-4);  // and the rounding really happened
 }
 
+// bf16 operands (as the kernels store them for the bf16 mode, ops.hpp so2_convolution) taken
+// as they are, from column ranges of wider bf16 matrices, into a column range of a wider fp32
+// output, with and without a bias: the rounded operands' product summed in fp32, nothing written
+// outside the range, and on CUDA the one-call cuBLASLt path (gemm_bf16_lt) taken.
+TEST(Gemm, Bf16OperandsIntoAColumnRangeOfAWiderOutput) {
+  const Tensor a_wide = random_fp32(1000, 512, 15).to(torch::kBFloat16);
+  const Tensor w = random_fp32(256, 384, 16).to(torch::kBFloat16), bias = random_fp32(1, 256, 17).view({256});
+  const bool cuda = bridge::device().is_cuda();
+  const GemmScope scope(Precision::fp32);  // bf16 operands take the bf16 GEMM in any mode
+  for (const std::int64_t a_offset : {std::int64_t{0}, std::int64_t{64}}) {
+    const Tensor a = a_wide.narrow(1, a_offset, 384);
+    for (const bool with_bias : {false, true}) {
+      const Tensor b = with_bias ? bias : Tensor();
+      Tensor want = fp64_product(a.to(torch::kFloat), w.t().to(torch::kFloat));
+      if (with_bias) want = want + bias.to(torch::kFloat64);
+      for (const std::int64_t offset : {std::int64_t{0}, std::int64_t{32}}) {
+        Tensor wide = torch::zeros({1000, 640}, bias.options());
+        Tensor out = wide.narrow(1, offset, 256);
+        impl::gemm_out(out, a, w.t(), b);
+        const double err = rel(out, want);
+        EXPECT_LT(err, 1e-5) << "a offset " << a_offset << ", bias " << with_bias << ", offset " << offset;
+        EXPECT_EQ(wide.narrow(1, 0, offset).count_nonzero().item<std::int64_t>(), 0) << "wrote left of its columns";
+        EXPECT_EQ(wide.narrow(1, offset + 256, 640 - offset - 256).count_nonzero().item<std::int64_t>(), 0)
+            << "wrote right of its columns";
+        Tensor again = torch::zeros({1000, 640}, bias.options()).narrow(1, offset, 256);
+        EXPECT_EQ(impl::gemm_bf16_lt(again, a, w.t(), b), cuda) << "a offset " << a_offset << ", offset " << offset;
+        if (cuda) EXPECT_TRUE(torch::equal(again, out)) << "gemm_out took another path";
+      }
+    }
+  }
+}
+
 // impl::linear as an autograd op: value and the gradients of a, w and the bias in tf32x3 as in
 // fp64, and a kept for the backward only when w needs a gradient.
 TEST(Gemm, LinearsBackwardUsesTheSameMode) {
