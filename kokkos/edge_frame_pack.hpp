@@ -11,6 +11,8 @@
 
 #include <Kokkos_Core.hpp>
 #include <cstdint>
+#include <stdexcept>
+#include <type_traits>
 
 #include "band_layout.hpp"
 #include "bf16.hpp"
@@ -200,20 +202,30 @@ struct PackForward {
 // Per edge: grad_rot = g * grad_u, grad_band, grad_g.
 //   grad_band[(l, m, m')] = sum_c grad_rot[(l, m), c] x[(l, m'), c]
 //   grad_g[(l, |m|), c]   = sum_{m'} x[(l, m'), c] sum_{+-m} D_{+-m, m'} grad_u[(l, +-m), c]
-template <class Exec, class Real>
+// grad_g's elements are GradG: Real, or Bf16 (bf16.hpp; the device form only: the host form
+// sums in grad_g's rows).
+template <class Exec, class Real, class GradG = Real>
 struct PackBackwardEdge {
   using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
   using Lanes = EdgeLanes<Exec>;
   View3<const Real, Exec> n, g, grad_u;
   View2<const Real, Exec> band;
   View1<const int, Exec> recv, send;
-  View3<Real, Exec> grad_rot, grad_g;
+  View3<Real, Exec> grad_rot;
+  View3<GradG, Exec> grad_g;
   View2<Real, Exec> grad_band;
   int lmax, mmax, channels;
   int n_edges;
 
   // One team per edge, channels over its vector lanes, the band-entry sums by team_dot.
   KOKKOS_INLINE_FUNCTION void operator()(TagHostForm, const Team& team) const {
+    if constexpr (!std::is_same_v<GradG, Real>) {
+      Kokkos::abort("edgeframe: the host form of edge_frame_pack_backward_edge writes Real grad_g only");
+    } else {
+      host_form(team);
+    }
+  }
+  KOKKOS_INLINE_FUNCTION void host_form(const Team& team) const {
     const int e = team.league_rank();
     const int i = recv(e), j = send(e), C = channels;
     for (int l = 0, off = 0; l <= lmax; off += (2 * band_k(l, mmax) + 1) * (2 * l + 1), ++l) {
@@ -362,8 +374,8 @@ struct PackBackwardEdge {
         };
         row(pp, bp, part_p);
         if (am > 0) row(pm, bm, part_m);  // row (l, -|m|): same gate row
-        grad_g(e, grow, c) = ggj;
-        grad_g(e, grow, C + c) = ggi;
+        grad_g(e, grow, c) = store_as<GradG>(ggj);
+        grad_g(e, grow, C + c) = store_as<GradG>(ggi);
       }
       double sums[NV];
       EDGEFRAME_UNROLL
@@ -397,8 +409,8 @@ struct PackBackwardEdge {
           sj = mp == -l ? tj : sj + tj;
           si = mp == -l ? ti : si + ti;
         }
-        grad_g(e, grow, c) = sj;
-        grad_g(e, grow, C + c) = si;
+        grad_g(e, grow, c) = store_as<GradG>(sj);
+        grad_g(e, grow, C + c) = store_as<GradG>(si);
       }
     }
   }
@@ -509,13 +521,24 @@ void edge_frame_pack_forward(const Exec& exec, const EdgeFramePack<Exec, Real>& 
   edge_frame_pack_forward_into(exec, p, p.u, n_edges, form);
 }
 
+// The per-edge half of the backward with grad_g into grad_g_out (Real or Bf16 elements; p.grad_g
+// is not used). Bf16 needs the device form (it runs on every backend).
+template <class Exec, class Real, class GradG>
+void edge_frame_pack_backward_edge_into(const Exec& exec, const EdgeFramePack<Exec, Real>& p,
+                                        const View3<GradG, Exec>& grad_g_out, int n_edges,
+                                        KernelForm form = native_form<Exec>()) {
+  if (!std::is_same_v<GradG, Real> && form == KernelForm::host)
+    throw std::invalid_argument("edgeframe: edge_frame_pack_backward_edge's host form writes Real grad_g only");
+  const PackBackwardEdge<Exec, Real, GradG> f{p.n,        p.g,         p.grad_u, p.band, p.recv,     p.send, p.grad_rot,
+                                              grad_g_out, p.grad_band, p.lmax,   p.mmax, p.channels, n_edges};
+  launch_edge_pass("edgeframe::edge_frame_pack_backward_edge", exec, f, n_edges, form);
+}
+
 // The per-edge half of the backward (grad_rot, grad_band, grad_g).
 template <class Exec, class Real>
 void edge_frame_pack_backward_edge(const Exec& exec, const EdgeFramePack<Exec, Real>& p, int n_edges,
                                    KernelForm form = native_form<Exec>()) {
-  const PackBackwardEdge<Exec, Real> f{p.n,      p.g,         p.grad_u, p.band, p.recv,     p.send, p.grad_rot,
-                                       p.grad_g, p.grad_band, p.lmax,   p.mmax, p.channels, n_edges};
-  launch_edge_pass("edgeframe::edge_frame_pack_backward_edge", exec, f, n_edges, form);
+  edge_frame_pack_backward_edge_into(exec, p, p.grad_g, n_edges, form);
 }
 
 // Whether the engine's backward-edge pass may write its outputs over its inputs, grad_rot into

@@ -137,7 +137,8 @@ bool lt_matmul(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias
   if (!out.is_cuda() || out.scalar_type() != torch::kFloat) return false;
   for (const Tensor* t : {&a, &b})
     if (!t->is_cuda() || t->device() != out.device() || t->scalar_type() != operands) return false;
-  if (has_bias && (!bias.is_cuda() || bias.device() != out.device() || bias.scalar_type() != torch::kFloat)) return false;
+  if (has_bias && (!bias.is_cuda() || bias.device() != out.device() || bias.scalar_type() != torch::kFloat))
+    return false;
   const std::int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   if (m == 0 || n == 0 || k == 0 || b.size(0) != k) return false;
   if (has_bias && (bias.size(0) != n || !bias.is_contiguous())) return false;
@@ -201,10 +202,9 @@ bool lt_matmul(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias
       n_found == 0)
     return false;  // no algorithm for these strides or alignments: addmm does it
   const float one = 1.0f, zero = 0.0f;
-  const cublasStatus_t status =
-      api.matmul(handle, d.op, &one, b.data_ptr(), d.a, a.data_ptr(), d.b, &zero, out.data_ptr(), d.c,
-                 out.data_ptr(), d.c, &found.algo, at::cuda::getCUDABlasLtWorkspace(), workspace_bytes,
-                 at::cuda::getCurrentCUDAStream());
+  const cublasStatus_t status = api.matmul(
+      handle, d.op, &one, b.data_ptr(), d.a, a.data_ptr(), d.b, &zero, out.data_ptr(), d.c, out.data_ptr(), d.c,
+      &found.algo, at::cuda::getCUDABlasLtWorkspace(), workspace_bytes, at::cuda::getCurrentCUDAStream());
   // Past the heuristic a failure is not a shape we could hand back to addmm: it is an error.
   TORCH_CHECK(status == CUBLAS_STATUS_SUCCESS, "edgeframe: cublasLtMatmul (", bf16 ? "bf16" : "fp32",
               " operands) failed (status ", static_cast<int>(status), ") for [", m, ", ", k, "] x [", k, ", ", n, "]");

@@ -158,8 +158,7 @@ std::string ModelV2::set_system(const SystemInputs& in) {
   if (!trained.empty())
     for (std::size_t z = 1; z < in.atoms_per_z.size(); ++z)
       if (in.atoms_per_z[z] > 0 && (z >= refs.size() || refs[z] == 0.0))
-        throw InputError("element " + symbol(z) +
-                         " has no reference energy in task '" + task_name +
+        throw InputError("element " + symbol(z) + " has no reference energy in task '" + task_name +
                          "' of this model, so the model was not trained on it (elements with one: " + trained + ")");
 
   // UMA's mixture of linear experts: coefficients from the routing MLP, the merged weights

@@ -232,31 +232,41 @@ struct EdgeFramePackFn : public torch::autograd::Function<EdgeFramePackFn> {
   static variable_list run_backward(AutogradContext* ctx, const Tensor& grad_u, const StepContext& s,
                                     const BandPart& part) {
     const auto saved = ctx->get_saved_variables();
-    auto [grad_n, grad_band, grad_a] =
-        pack_backward<Real>(saved[0], saved[1], saved[2], saved[3], saved[4], grad_u, s, part, ctx->needs_input_grad(0));
+    auto [grad_n, grad_band, grad_a] = pack_backward<Real>(saved[0], saved[1], saved[2], saved[3], saved[4], grad_u, s,
+                                                           part, ctx->needs_input_grad(0));
     return {grad_n, grad_band, grad_a, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
   }
 
   // {grad n (undefined unless want_n), grad band, grad a} of the pack on n, band and g = a w^T + b.
+  // bf16_grad_g (fp32 compute on a device, so2_convolution in the bf16 mode): the kernel writes
+  // grad_g, which only feeds grad a's GEMM, in bfloat16 (a tensor of its own: the cast of g's
+  // memory that bf16 GEMM would make otherwise takes as much).
   template <class Real>
   static std::tuple<Tensor, Tensor, Tensor> pack_backward(const Tensor& n, const Tensor& band, const Tensor& a,
                                                           const Tensor& w, const Tensor& b, const Tensor& grad_u,
-                                                          const StepContext& s, const BandPart& part, bool want_n) {
+                                                          const StepContext& s, const BandPart& part, bool want_n,
+                                                          bool bf16_grad_g = false) {
     const int E = s.graph.n_edges;
     const bool in_place = kk::backward_edge_in_place<Exec>(part.lmax);
+    const bool bf16_g = std::is_same_v<Real, float> && bf16_grad_g && kk::native_form<Exec>() == kk::KernelForm::device;
     // Fewer degrees than n holds: the node pass writes only theirs.
     Tensor grad_n = !want_n ? Tensor() : part.lmax < s.lmax ? torch::zeros_like(n) : torch::empty_like(n);
     Tensor grad_band = band_gradient(band, part);
     Tensor g = radial_multipliers(a, w, b, s, part);
-    Tensor grad_g = in_place ? g : torch::empty_like(g);
+    Tensor grad_g = bf16_g ? torch::empty(g.sizes(), options(torch::kBFloat16)) : in_place ? g : torch::empty_like(g);
     const Tensor grad_rot = in_place ? grad_u : torch::empty_like(grad_u);
     auto f = pack_functor<Real>(s, part, n, band, g);
     f.grad_u = bridge::view3<const Real>(grad_u, "grad u");
     f.grad_rot = bridge::view3<Real>(grad_rot, "grad rot");
     f.grad_band = bridge::view2<Real>(grad_band, "grad band");
-    f.grad_g = bridge::view3<Real>(grad_g, "grad g");
     const Exec exec = bridge::exec_instance();
-    kk::edge_frame_pack_backward_edge(exec, f, E);
+    if constexpr (std::is_same_v<Real, float>) {
+      if (bf16_g) kk::edge_frame_pack_backward_edge_into(exec, f, bridge::view3<kk::Bf16>(grad_g, "grad g"), E);
+    }
+    if (!bf16_g) {
+      f.grad_g = bridge::view3<Real>(grad_g, "grad g");
+      kk::edge_frame_pack_backward_edge(exec, f, E);
+    }
     fence_for_torch(exec);
     const Tensor grad_a = gemm(grad_g.view({E, w.size(0)}), w);  // explicit width: E may be 0
     // The node pass reads only grad_rot, band and n: g and grad_g go back to the allocator
@@ -485,6 +495,15 @@ struct So2ConvolutionFn : public torch::autograd::Function<So2ConvolutionFn<Stor
   static const So2Plan& plan(AutogradContext* ctx, const char* which) {
     return *reinterpret_cast<const So2Plan*>(ctx->saved_data[which].toInt());
   }
+  // z or w, kept by the forward and released by the backward once used: a second backward
+  // through the same graph (retain_graph) finds it gone and says so.
+  static Tensor kept(AutogradContext* ctx, const char* which) {
+    const auto it = ctx->saved_data.find(which);
+    if (it == ctx->saved_data.end())
+      throw ComputeError(std::string("edgeframe: so2_convolution's backward ran twice (its ") + which +
+                         " is released by the first)");
+    return it->second.toTensor();
+  }
 
   static Tensor forward(AutogradContext* ctx, const Tensor& n, const Tensor& band, const Tensor& a, const Tensor& w2,
                         const Tensor& b2, const Tensor& env, std::int64_t step_handle, std::int64_t plan1_handle,
@@ -540,15 +559,14 @@ struct So2ConvolutionFn : public torch::autograd::Function<So2ConvolutionFn<Stor
     const int H = int(ctx->saved_data["hidden"].toInt());
     const auto saved = ctx->get_saved_variables();
     const Tensor &n = saved[0], &band = saved[1], &a = saved[2], &w2 = saved[3], &b2 = saved[4], &env = saved[5];
-    const Tensor grad_agg =
-        grad_or_zeros(grads[0], {s.graph.n_nodes, kk::n_coeffs(part.lmax), C}, torch::kFloat);
+    const Tensor grad_agg = grad_or_zeros(grads[0], {s.graph.n_nodes, kk::n_coeffs(part.lmax), C}, torch::kFloat);
     const Exec exec = bridge::exec_instance();
 
     // unrotate: grad_w (Store), the band's and the envelope's gradients
     Tensor grad_w = torch::empty({E, K, C}, options(kStore));
     Tensor grad_band = band_gradient(band, part), grad_env = torch::empty_like(env);
     {
-      const Tensor w = ctx->saved_data["w"].toTensor();
+      const Tensor w = kept(ctx, "w");
       auto f = unrot_functor<Real>(s, part, w, band, env);
       f.grad_agg = bridge::view3<const Real>(grad_agg, "grad aggregate");
       f.grad_band = bridge::view2<Real>(grad_band, "grad band");
@@ -572,7 +590,7 @@ struct So2ConvolutionFn : public torch::autograd::Function<So2ConvolutionFn<Stor
     grad_w.reset();
     Tensor grad_z;
     {
-      const Tensor z = ctx->saved_data["z"].toTensor();
+      const Tensor z = kept(ctx, "z");
       grad_z = torch::empty(z.sizes(), options(kStore));
       const auto sig = gate_sigmoids(z, part.lmax, H);  // recomputed (host backends), as by So2GateFn
       auto f = gate_functor<Real, Store>(z, sig, part.lmax, part.mmax, H);
@@ -588,10 +606,10 @@ struct So2ConvolutionFn : public torch::autograd::Function<So2ConvolutionFn<Stor
     const Tensor grad_u = so2_blocks_backward(grad_z, p1, torch::kFloat).view({E, K, 2 * C});
     grad_z.reset();
     auto [grad_n, grad_band_pack, grad_a] = EdgeFramePackFn::pack_backward<Real>(
-        n, band, a, w2, b2, grad_u, s, part, ctx->needs_input_grad(0));
+        n, band, a, w2, b2, grad_u, s, part, ctx->needs_input_grad(0), std::is_same_v<Store, kk::Bf16>);
     grad_band.add_(grad_band_pack);  // in place: the sum autograd would have made, one tensor less
-    return {grad_n, grad_band, grad_a, Tensor(), Tensor(), grad_env, Tensor(), Tensor(),
-            Tensor(), Tensor(), Tensor(), Tensor()};
+    return {grad_n,   grad_band, grad_a,   Tensor(), Tensor(), grad_env,
+            Tensor(), Tensor(),  Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
@@ -826,8 +844,8 @@ StepOutputs take_step_outputs(Workspace& ws, int N, int E) {
   ws.take<double>(Workspace::kGradVec, std::size_t(E) * 3);
   // Chunks over the edges (virial) and the nodes (energies of the owned ones, every force's check).
   out.n_chunks = std::max({(E + kk::kSumChunk - 1) / kk::kSumChunk, (N + kk::kSumChunk - 1) / kk::kSumChunk, 1});
-  out.partials = kk::View2<double, Exec>(ws.take<double>(Workspace::kPartials, std::size_t(out.n_chunks) * 10),
-                                         out.n_chunks, 10);
+  out.partials =
+      kk::View2<double, Exec>(ws.take<double>(Workspace::kPartials, std::size_t(out.n_chunks) * 10), out.n_chunks, 10);
   out.sums = kk::View1<double, Exec>(ws.take<double>(Workspace::kSums, 10), 10);
   return out;
 }
@@ -864,7 +882,12 @@ void finish_forces_and_sums(StepContext& step, StepOutputs& out, const kk::Vec3V
   const Tensor energies64 = energies.detach().to(torch::kFloat64).contiguous();
   Kokkos::deep_copy(exec, res.energies, kk::View1<const double, Exec>(energies64.data_ptr<double>(), N));
   kk::Vec3View<const double, Exec> gv = res.edge_grad;
-  kk::NodeForces<Exec> nf{g.recv_offsets, g.send_offsets, g.send_edges, vec, gv, res.forces,
+  kk::NodeForces<Exec> nf{g.recv_offsets,
+                          g.send_offsets,
+                          g.send_edges,
+                          vec,
+                          gv,
+                          res.forces,
                           atom_virial ? res.atom_virial : kk::View2<double, Exec>()};
   const StepTimer timer(step, &StepTimes::geometry);
   if (grad) kk::node_forces(exec, nf, N);
@@ -918,8 +941,8 @@ torch::Tensor so2_convolution(const torch::Tensor& n, const torch::Tensor& band,
   part = resolved(part, band, step);
   const auto p1 = reinterpret_cast<std::int64_t>(&so2_1), p2 = reinterpret_cast<std::int64_t>(&so2_2);
   if (bf16_storage)
-    return So2ConvolutionFn<kk::Bf16>::apply(n.contiguous(), band, a.contiguous(), w2, b2, env, handle_of(step), p1,
-                                             p2, part.lmax, part.mmax, hidden);
+    return So2ConvolutionFn<kk::Bf16>::apply(n.contiguous(), band, a.contiguous(), w2, b2, env, handle_of(step), p1, p2,
+                                             part.lmax, part.mmax, hidden);
   return So2ConvolutionFn<float>::apply(n.contiguous(), band, a.contiguous(), w2, b2, env, handle_of(step), p1, p2,
                                         part.lmax, part.mmax, hidden);
 }

@@ -99,15 +99,17 @@ TEST(Gemm, BiasIntoAColumnRangeOfAWiderOutput) {
           impl::gemm_out(out, a_form, b_form, bias);
           const double err = rel(out, want);
           worst = std::max(worst, err);
-          EXPECT_LT(err, 4 * std::max(err_contiguous, 1e-7)) << "precision " << static_cast<int>(p) << ", offset "
-                                                             << offset;
+          EXPECT_LT(err, 4 * std::max(err_contiguous, 1e-7))
+              << "precision " << static_cast<int>(p) << ", offset " << offset;
           EXPECT_EQ(wide.narrow(1, 0, offset).count_nonzero().item<std::int64_t>(), 0) << "wrote left of its columns";
           EXPECT_EQ(wide.narrow(1, offset + 256, 640 - offset - 256).count_nonzero().item<std::int64_t>(), 0)
               << "wrote right of its columns";
           // The epilogue path itself: taken on CUDA for every one of these forms, declined on the host.
           Tensor again = torch::zeros({1000, 640}, a.options()).narrow(1, offset, 256);
           EXPECT_EQ(impl::gemm_bias_in_epilogue(again, a_form, b_form, bias), cuda) << "offset " << offset;
-          if (cuda) EXPECT_TRUE(torch::equal(again, out)) << "gemm_out took another path";
+          if (cuda) {
+            EXPECT_TRUE(torch::equal(again, out)) << "gemm_out took another path";
+          }
         }
       }
     }
@@ -115,14 +117,16 @@ TEST(Gemm, BiasIntoAColumnRangeOfAWiderOutput) {
     if (cuda) {
       std::printf("[ measured ] 1000x384x256 + bias into a column range, precision %d: %.2e (contiguous addmm %.2e)\n",
                   static_cast<int>(p), worst, err_contiguous);
-      if (p == Precision::tf32) EXPECT_GT(worst, 20 * err_fp32) << "TF32 was on but the epilogue GEMM ran in fp32";
+      if (p == Precision::tf32) {
+        EXPECT_GT(worst, 20 * err_fp32) << "TF32 was on but the epilogue GEMM ran in fp32";
+      }
     }
   }
   // Declined, with nothing written: fp64 (addmm keeps it), a bias that is a misaligned slice.
   Tensor wide64 = torch::zeros({1000, 640}, a.options().dtype(torch::kFloat64));
   Tensor out64 = wide64.narrow(1, 0, 256);
-  EXPECT_FALSE(impl::gemm_bias_in_epilogue(out64, a.to(torch::kFloat64), w.t().to(torch::kFloat64),
-                                           bias.to(torch::kFloat64)));
+  EXPECT_FALSE(
+      impl::gemm_bias_in_epilogue(out64, a.to(torch::kFloat64), w.t().to(torch::kFloat64), bias.to(torch::kFloat64)));
   const Tensor bias_slice = random_fp32(1, 257, 15).view({257}).narrow(0, 1, 256);  // 4-byte aligned
   Tensor wide = torch::zeros({1000, 640}, a.options());
   Tensor out = wide.narrow(1, 0, 256);
@@ -170,7 +174,9 @@ TEST(Gemm, Bf16OperandsIntoAColumnRangeOfAWiderOutput) {
             << "wrote right of its columns";
         Tensor again = torch::zeros({1000, 640}, bias.options()).narrow(1, offset, 256);
         EXPECT_EQ(impl::gemm_bf16_lt(again, a, w.t(), b), cuda) << "a offset " << a_offset << ", offset " << offset;
-        if (cuda) EXPECT_TRUE(torch::equal(again, out)) << "gemm_out took another path";
+        if (cuda) {
+          EXPECT_TRUE(torch::equal(again, out)) << "gemm_out took another path";
+        }
       }
     }
   }

@@ -1,8 +1,8 @@
 // bfloat16 storage of the kernel outputs that feed the bf16 GEMMs (kokkos/bf16.hpp) and the
 // layer's edge block in one function (impl::so2_convolution):
 // - kk::to_bf16 rounds as torch does (c10::BFloat16), bit for bit;
-// - each kernel with a Bf16 output (pack forward, gate forward and backward, unrotate backward;
-//   every form that takes one) stores exactly its Real output rounded by torch;
+// - each kernel with a Bf16 output (pack forward, its backward-edge pass's grad_g, gate forward
+//   and backward, unrotate backward; every form that takes one) stores exactly its Real output rounded by torch;
 // - so2_convolution gives the numbers of the five calls it stands for (edge_frame_pack,
 //   so2_linear, so2_gate, so2_linear, unrotate_aggregate): in fp32, and with bf16 storage
 //   against those calls under the bf16 GEMM mode, which round the same operands in the GEMMs.
@@ -40,7 +40,7 @@ bool same_values(const torch::Tensor& a, const torch::Tensor& b) {
 
 TEST(Bf16, RoundsToNearestEvenAsTorchDoes) {
   std::vector<std::uint32_t> bits = {0x00000000u, 0x80000000u, 0x3F800000u, 0x7F800000u, 0xFF800000u,
-                                     0x7F7FFFFFu,  // the largest float: rounds up to infinity
+                                     0x7F7FFFFFu,                            // the largest float: rounds up to infinity
                                      0x00008000u, 0x00018000u, 0x80008000u,  // subnormal ties
                                      0x3F808000u, 0x3F818000u, 0x3F807FFFu, 0x3F808001u, 0xBF818000u};
   std::mt19937 rng(7);
@@ -148,6 +148,25 @@ TEST(Bf16, EveryKernelStoresItsRealOutputRounded) {
     EXPECT_TRUE(same_values(ub, bf(u))) << "pack forward, form " << int(form);
   }
 
+  // pack backward-edge's grad_g: the device form (the host form sums in grad_g and refuses Bf16)
+  {
+    const torch::Tensor gu = torch::randn({E, K, 2 * C}, f32());
+    const torch::Tensor rot = torch::empty_like(gu), gband = torch::empty_like(band);
+    const torch::Tensor gg = torch::empty_like(g), ggb = bf(gg).zero_();
+    kk::EdgeFramePack<Exec, float> q = p;
+    q.grad_u = bridge::view3<const float>(gu, "grad u");
+    q.grad_rot = bridge::view3<float>(rot, "grad rot");
+    q.grad_band = bridge::view2<float>(gband, "grad band");
+    kk::edge_frame_pack_backward_edge_into(exec, q, bridge::view3<float>(gg, "grad g"), E, kk::KernelForm::device);
+    kk::edge_frame_pack_backward_edge_into(exec, q, bridge::view3<kk::Bf16>(ggb, "grad g bf16"), E,
+                                           kk::KernelForm::device);
+    exec.fence();
+    EXPECT_TRUE(same_values(ggb, bf(gg))) << "pack backward-edge grad_g, device form";
+    EXPECT_THROW(kk::edge_frame_pack_backward_edge_into(exec, q, bridge::view3<kk::Bf16>(ggb, "grad g bf16"), E,
+                                                        kk::KernelForm::host),
+                 std::invalid_argument);
+  }
+
   // gate forward and backward: sigmoids computed by the kernel, and (host backends) given
   const torch::Tensor z = 3.0 * torch::randn({E, (K + L) * H}, f32());
   const torch::Tensor gx = torch::randn({E, K, H}, f32());
@@ -199,8 +218,7 @@ TEST(Bf16, EveryKernelStoresItsRealOutputRounded) {
   u.channels = C;
   const torch::Tensor gw = torch::empty({E, K, C}, f32()), gwb = bf(gw).zero_();
   kk::unrotate_aggregate_backward_into(exec, u, bridge::view3<float>(gw, "grad w"), E, kk::KernelForm::device);
-  kk::unrotate_aggregate_backward_into(exec, u, bridge::view3<kk::Bf16>(gwb, "grad w bf16"), E,
-                                       kk::KernelForm::device);
+  kk::unrotate_aggregate_backward_into(exec, u, bridge::view3<kk::Bf16>(gwb, "grad w bf16"), E, kk::KernelForm::device);
   exec.fence();
   EXPECT_TRUE(same_values(gwb, bf(gw))) << "unrotate backward, device form";
   EXPECT_THROW(kk::unrotate_aggregate_backward_into(exec, u, bridge::view3<kk::Bf16>(gwb, "grad w bf16"), E,
@@ -216,16 +234,16 @@ struct Plans {
     auto rnd = [](int out, int in) { return torch::randn({out, in}, f32()) / std::sqrt(double(in)); };
     so2_1.x_width = rows * 2 * C;
     so2_1.z_width = (rows + L) * H;
-    so2_1.blocks.push_back(
-        {0, (L + 1) * 2 * C, 0, (2 * L + 1) * H, rnd((2 * L + 1) * H, (L + 1) * 2 * C), torch::randn({(2 * L + 1) * H}, f32())});
+    so2_1.blocks.push_back({0, (L + 1) * 2 * C, 0, (2 * L + 1) * H, rnd((2 * L + 1) * H, (L + 1) * 2 * C),
+                            torch::randn({(2 * L + 1) * H}, f32())});
     so2_2.x_width = rows * H;
     so2_2.z_width = rows * C;
     so2_2.blocks.push_back(
         {0, (L + 1) * H, 0, (L + 1) * C, rnd((L + 1) * C, (L + 1) * H), torch::randn({(L + 1) * C}, f32())});
     for (int m = 1; m <= M; ++m) {
       const int start = kk::packed_block_start(m, L), mrows = 2 * (L + 1 - m);
-      so2_1.blocks.push_back({start * 2 * C, mrows * 2 * C, (start + L) * H, mrows * H, rnd(mrows * H, mrows * 2 * C),
-                              torch::Tensor()});
+      so2_1.blocks.push_back(
+          {start * 2 * C, mrows * 2 * C, (start + L) * H, mrows * H, rnd(mrows * H, mrows * 2 * C), torch::Tensor()});
       so2_2.blocks.push_back({start * H, mrows * H, start * C, mrows * C, rnd(mrows * C, mrows * H), torch::Tensor()});
     }
     impl::validate(so2_1);
@@ -269,8 +287,8 @@ TEST(So2Convolution, GivesTheNumbersOfTheFiveCallsItStandsFor) {
     const bool bitwise = !bridge::device().is_cuda() || precision == Precision::fp32;
     for (int q = 0; q < 4; ++q) {
       const double r = rel(pairs[q][0], pairs[q][1]);
-      std::printf("[ measured ] so2_convolution %s, %s: %.2e relative to the five calls\n", to_string(precision).c_str(),
-                  names[q], r);
+      std::printf("[ measured ] so2_convolution %s, %s: %.2e relative to the five calls\n",
+                  to_string(precision).c_str(), names[q], r);
       if (bitwise)
         EXPECT_TRUE(same_values(pairs[q][0].detach(), pairs[q][1].detach())) << to_string(precision) << " " << names[q];
       else
