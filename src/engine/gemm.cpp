@@ -120,7 +120,10 @@ void gemm_out(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias)
 }
 
 Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias) {
-  Tensor out = torch::empty({a.size(0), b.size(1)}, a.options());
+  // bf16 operands give an fp32 product (the bf16 mode sums in fp32): an out of a's dtype would
+  // round the product to bfloat16.
+  const auto dtype = a.scalar_type() == torch::kBFloat16 ? torch::kFloat : a.scalar_type();
+  Tensor out = torch::empty({a.size(0), b.size(1)}, a.options().dtype(dtype));
   gemm_out(out, a, b, bias);
   return out;
 }

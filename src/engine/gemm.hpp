@@ -55,6 +55,7 @@ class GemmScope {
 // (operands already rounded) takes the bf16 mode's GEMM into an fp32 out, whatever the mode.
 void gemm_out(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
               const torch::Tensor& bias = torch::Tensor());
+// The same into a new [M, N] tensor of a's dtype (fp32 for a bf16 a).
 torch::Tensor gemm(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias = torch::Tensor());
 
 // out = a b + bias (fp32, tf32 as torch's switch says) in one cuBLASLt call with the bias in its

@@ -178,6 +178,11 @@ TEST(Gemm, Bf16OperandsIntoAColumnRangeOfAWiderOutput) {
           EXPECT_TRUE(torch::equal(again, out)) << "gemm_out took another path";
         }
       }
+      // gemm() of bf16 operands: an fp32 product, not one rounded to bf16 (the pack's backward
+      // hands it its bf16 grad_g on CUDA; so2_convolution's GPU test found the rounding)
+      const Tensor product = impl::gemm(a, w.t(), b);
+      EXPECT_EQ(product.scalar_type(), torch::kFloat);
+      EXPECT_LT(rel(product, want), 1e-5);
     }
   }
 }
