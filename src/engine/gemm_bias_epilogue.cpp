@@ -12,7 +12,7 @@
 // straight into its columns, the bias (if any) in the epilogue. torch's mm with out_dtype writes
 // a contiguous temporary, which then went into the column view with a strided copy or add:
 // non-vectorised passes that took 36 of a 131 ms bf16 step at 4394 bcc Cu atoms on an H100
-// (bench/results/h200_2026-12-05c, call 3).
+// (doc/engine.md, "Precision modes").
 //
 // cuBLASLt is taken from the copy torch loaded (libtorch_cuda.so needs libcublasLt.so.13) through
 // dlopen with RTLD_NOLOAD, not linked: the CUDA toolkit's copy can be an older minor version than
