@@ -308,6 +308,51 @@ kk::UnrotateAggregate<Exec, Real> unrot_functor(const StepContext& s, const Band
   return f;
 }
 
+// agg [N, (part.lmax + 1)^2, C] of unrotate_aggregate on w, band, env.
+template <class Real>
+Tensor unrotate_forward(const Tensor& w, const Tensor& band, const Tensor& env, const StepContext& s,
+                        const BandPart& part) {
+  const int N = s.graph.n_nodes;
+  Tensor agg = torch::empty({N, kk::n_coeffs(part.lmax), s.channels}, options(bridge::dtype_of<Real>()));
+  auto f = unrot_functor<Real>(s, part, w, band, env);
+  f.agg = bridge::view3<Real>(agg, "aggregate");
+  const Exec exec = bridge::exec_instance();
+  kk::unrotate_aggregate_forward(exec, f, N);
+  fence_for_torch(exec);
+  return agg;
+}
+
+// {grad w, grad band, grad env} of unrotate_aggregate on w, band, env; grad w's elements are Out
+// (Real, or Bf16: written so by the device form; the host form sums in grad w's rows, so there
+// Real rows are rounded by torch).
+template <class Real, class Out = Real>
+std::tuple<Tensor, Tensor, Tensor> unrotate_backward(const Tensor& w, const Tensor& band, const Tensor& env,
+                                                     const Tensor& grad_agg, const StepContext& s,
+                                                     const BandPart& part) {
+  const int E = s.graph.n_edges;
+  Tensor grad_w = torch::empty(w.sizes(), options(bridge::dtype_of<Out>()));
+  Tensor grad_band = band_gradient(band, part), grad_env = torch::empty_like(env);
+  auto f = unrot_functor<Real>(s, part, w, band, env);
+  f.grad_agg = bridge::view3<const Real>(grad_agg, "grad aggregate");
+  f.grad_band = bridge::view2<Real>(grad_band, "grad band");
+  f.grad_env = bridge::view1<Real>(grad_env, "grad env");
+  const Exec exec = bridge::exec_instance();
+  if constexpr (std::is_same_v<Out, Real>) {
+    f.grad_w = bridge::view3<Real>(grad_w, "grad w");
+    kk::unrotate_aggregate_backward(exec, f, E);
+  } else if (kk::native_form<Exec>() == kk::KernelForm::device) {
+    kk::unrotate_aggregate_backward_into(exec, f, bridge::view3<Out>(grad_w, "grad w"), E);
+  } else {
+    Tensor rows = torch::empty(w.sizes(), options(bridge::dtype_of<Real>()));
+    f.grad_w = bridge::view3<Real>(rows, "grad w");
+    kk::unrotate_aggregate_backward(exec, f, E);
+    fence_for_torch(exec);
+    grad_w = rows.to(bridge::dtype_of<Out>());
+  }
+  fence_for_torch(exec);
+  return {grad_w, grad_band, grad_env};
+}
+
 struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateFn> {
   static Tensor forward(AutogradContext* ctx, const Tensor& w, const Tensor& band, const Tensor& env,
                         std::int64_t step_handle, std::int64_t lmax, std::int64_t mmax) {
@@ -316,33 +361,14 @@ struct UnrotateAggregateFn : public torch::autograd::Function<UnrotateAggregateF
     ctx->save_for_backward({w, band, env});
     const StepContext& s = step_of(ctx);
     const StepTimer timer(s, &StepTimes::edge_frame);
-    const int N = s.graph.n_nodes;
-    Tensor agg = torch::empty({N, kk::n_coeffs(part.lmax), s.channels}, options(s.dtype));
-    const Exec exec = bridge::exec_instance();
-    with_real(s.dtype, [&](auto real) {
-      using Real = decltype(real);
-      auto f = unrot_functor<Real>(s, part, w, band, env);
-      f.agg = bridge::view3<Real>(agg, "aggregate");
-      kk::unrotate_aggregate_forward(exec, f, N);
-    });
-    fence_for_torch(exec);
-    return agg;
+    return with_real(s.dtype, [&](auto real) { return unrotate_forward<decltype(real)>(w, band, env, s, part); });
   }
 
   template <class Real>
   static variable_list run_backward(AutogradContext* ctx, const Tensor& grad_agg, const StepContext& s,
                                     const BandPart& part) {
     const auto saved = ctx->get_saved_variables();
-    const Tensor &w = saved[0], &band = saved[1], &env = saved[2];
-    Tensor grad_w = torch::empty_like(w), grad_band = band_gradient(band, part), grad_env = torch::empty_like(env);
-    auto f = unrot_functor<Real>(s, part, w, band, env);
-    f.grad_agg = bridge::view3<const Real>(grad_agg, "grad aggregate");
-    f.grad_w = bridge::view3<Real>(grad_w, "grad w");
-    f.grad_band = bridge::view2<Real>(grad_band, "grad band");
-    f.grad_env = bridge::view1<Real>(grad_env, "grad env");
-    const Exec exec = bridge::exec_instance();
-    kk::unrotate_aggregate_backward(exec, f, s.graph.n_edges);
-    fence_for_torch(exec);
+    auto [grad_w, grad_band, grad_env] = unrotate_backward<Real>(saved[0], saved[1], saved[2], grad_agg, s, part);
     return {grad_w, grad_band, grad_env, Tensor(), Tensor(), Tensor()};
   }
 
@@ -441,23 +467,41 @@ kk::So2Gate<Exec, Real, Out> gate_functor(const Tensor& z, const std::pair<Tenso
   return f;
 }
 
+// The gated rows x [E, K, C] of z, elements Out (Real, or Bf16 rounded at the store).
+template <class Real, class Out = Real>
+Tensor gate_forward(const Tensor& z, int lmax, int mmax, int channels) {
+  const int E = static_cast<int>(z.size(0)), K = kk::band_rows(lmax, mmax);
+  Tensor x = torch::empty({E, K, channels}, options(bridge::dtype_of<Out>()));
+  const auto sig = gate_sigmoids(z, lmax, channels);  // the functor's views read them
+  auto f = gate_functor<Real, Out>(z, sig, lmax, mmax, channels);
+  f.x = bridge::view3<Out>(x, "gated rows");
+  const Exec exec = bridge::exec_instance();
+  kk::so2_gate_forward(exec, f, E);
+  fence_for_torch(exec);
+  return x;
+}
+
+// grad z (z's shape, elements Out) from the gated rows' gradient grad_x [E, K, C].
+template <class Real, class Out = Real>
+Tensor gate_backward(const Tensor& z, const Tensor& grad_x, int lmax, int mmax, int channels) {
+  Tensor grad_z = torch::empty(z.sizes(), options(bridge::dtype_of<Out>()));
+  const auto sig = gate_sigmoids(z, lmax, channels);  // recomputed (host backends): nothing more is kept
+  auto f = gate_functor<Real, Out>(z, sig, lmax, mmax, channels);
+  f.grad_x = bridge::view3<const Real>(grad_x, "grad gated rows");
+  f.grad_z = bridge::view2<Out>(grad_z, "grad z");
+  const Exec exec = bridge::exec_instance();
+  kk::so2_gate_backward(exec, f, static_cast<int>(z.size(0)));
+  fence_for_torch(exec);
+  return grad_z;
+}
+
 struct So2GateFn : public torch::autograd::Function<So2GateFn> {
   static Tensor forward(AutogradContext* ctx, const Tensor& z, std::int64_t lmax, std::int64_t mmax,
                         std::int64_t channels) {
     ctx->save_for_backward({z});
     ctx->saved_data["shape"] = std::vector<std::int64_t>{lmax, mmax, channels};
-    const int E = static_cast<int>(z.size(0)), K = kk::band_rows(int(lmax), int(mmax));
-    Tensor x = torch::empty({E, K, channels}, z.options());
-    const auto sig = gate_sigmoids(z, int(lmax), int(channels));
-    const Exec exec = bridge::exec_instance();
-    with_real(z.scalar_type(), [&](auto real) {
-      using Real = decltype(real);
-      auto f = gate_functor<Real>(z, sig, int(lmax), int(mmax), int(channels));
-      f.x = bridge::view3<Real>(x, "gated rows");
-      kk::so2_gate_forward(exec, f, E);
-    });
-    fence_for_torch(exec);
-    return x;
+    return with_real(z.scalar_type(),
+                     [&](auto real) { return gate_forward<decltype(real)>(z, int(lmax), int(mmax), int(channels)); });
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -465,17 +509,9 @@ struct So2GateFn : public torch::autograd::Function<So2GateFn> {
     const auto shape = ctx->saved_data["shape"].toIntVector();
     const int E = static_cast<int>(z.size(0)), K = kk::band_rows(int(shape[0]), int(shape[1]));
     const Tensor gx = grad_or_zeros(grads[0], {E, K, shape[2]}, z.scalar_type());
-    Tensor gz = torch::empty_like(z);
-    const auto sig = gate_sigmoids(z, int(shape[0]), int(shape[2]));  // recomputed (host): nothing more is kept
-    const Exec exec = bridge::exec_instance();
-    with_real(z.scalar_type(), [&](auto real) {
-      using Real = decltype(real);
-      auto f = gate_functor<Real>(z, sig, int(shape[0]), int(shape[1]), int(shape[2]));
-      f.grad_x = bridge::view3<const Real>(gx, "grad gated rows");
-      f.grad_z = bridge::view2<Real>(gz, "grad z");
-      kk::so2_gate_backward(exec, f, E);
+    const Tensor gz = with_real(z.scalar_type(), [&](auto real) {
+      return gate_backward<decltype(real)>(z, gx, int(shape[0]), int(shape[1]), int(shape[2]));
     });
-    fence_for_torch(exec);
     return {gz, Tensor(), Tensor(), Tensor()};
   }
 };
@@ -528,23 +564,10 @@ struct So2ConvolutionFn : public torch::autograd::Function<So2ConvolutionFn<Stor
     g.reset();
     Tensor z = so2_blocks_forward(u.view({E, p1.x_width}), p1, torch::kFloat);
     u.reset();
-    Tensor x = torch::empty({E, K, H}, options(kStore));
-    {
-      const auto sig = gate_sigmoids(z, part.lmax, H);  // the functor's views read them
-      auto f = gate_functor<Real, Store>(z, sig, part.lmax, part.mmax, H);
-      f.x = bridge::view3<Store>(x, "gated rows");
-      kk::so2_gate_forward(exec, f, E);
-      fence_for_torch(exec);
-    }
+    Tensor x = gate_forward<Real, Store>(z, part.lmax, part.mmax, H);
     Tensor w = so2_blocks_forward(x.view({E, p2.x_width}), p2, torch::kFloat).view({E, K, C});
     x.reset();
-    Tensor agg = torch::empty({s.graph.n_nodes, kk::n_coeffs(part.lmax), C}, options(torch::kFloat));
-    {
-      auto f = unrot_functor<Real>(s, part, w, band, env);
-      f.agg = bridge::view3<Real>(agg, "aggregate");
-      kk::unrotate_aggregate_forward(exec, f, s.graph.n_nodes);
-      fence_for_torch(exec);
-    }
+    Tensor agg = unrotate_forward<Real>(w, band, env, s, part);
     ctx->saved_data["z"] = z;
     ctx->saved_data["w"] = w;
     return agg;
@@ -560,45 +583,11 @@ struct So2ConvolutionFn : public torch::autograd::Function<So2ConvolutionFn<Stor
     const auto saved = ctx->get_saved_variables();
     const Tensor &n = saved[0], &band = saved[1], &a = saved[2], &w2 = saved[3], &b2 = saved[4], &env = saved[5];
     const Tensor grad_agg = grad_or_zeros(grads[0], {s.graph.n_nodes, kk::n_coeffs(part.lmax), C}, torch::kFloat);
-    const Exec exec = bridge::exec_instance();
-
-    // unrotate: grad_w (Store), the band's and the envelope's gradients
-    Tensor grad_w = torch::empty({E, K, C}, options(kStore));
-    Tensor grad_band = band_gradient(band, part), grad_env = torch::empty_like(env);
-    {
-      const Tensor w = kept(ctx, "w");
-      auto f = unrot_functor<Real>(s, part, w, band, env);
-      f.grad_agg = bridge::view3<const Real>(grad_agg, "grad aggregate");
-      f.grad_band = bridge::view2<Real>(grad_band, "grad band");
-      f.grad_env = bridge::view1<Real>(grad_env, "grad env");
-      if constexpr (std::is_same_v<Store, Real>) {
-        f.grad_w = bridge::view3<Real>(grad_w, "grad w");
-        kk::unrotate_aggregate_backward(exec, f, E);
-      } else if (kk::native_form<Exec>() == kk::KernelForm::device) {
-        kk::unrotate_aggregate_backward_into(exec, f, bridge::view3<Store>(grad_w, "grad w"), E);
-      } else {  // the host form sums in grad_w's rows: Real rows, then rounded by torch
-        Tensor rows = torch::empty({E, K, C}, options(torch::kFloat));
-        f.grad_w = bridge::view3<Real>(rows, "grad w");
-        kk::unrotate_aggregate_backward(exec, f, E);
-        fence_for_torch(exec);
-        grad_w = rows.to(kStore);
-      }
-      fence_for_torch(exec);
-    }
+    auto [grad_w, grad_band, grad_env] = unrotate_backward<Real, Store>(kept(ctx, "w"), band, env, grad_agg, s, part);
     ctx->saved_data.erase("w");
     Tensor grad_x = so2_blocks_backward(grad_w.view({E, p2.z_width}), p2, torch::kFloat);
     grad_w.reset();
-    Tensor grad_z;
-    {
-      const Tensor z = kept(ctx, "z");
-      grad_z = torch::empty(z.sizes(), options(kStore));
-      const auto sig = gate_sigmoids(z, part.lmax, H);  // recomputed (host backends), as by So2GateFn
-      auto f = gate_functor<Real, Store>(z, sig, part.lmax, part.mmax, H);
-      f.grad_x = bridge::view3<const Real>(grad_x.view({E, K, H}), "grad gated rows");
-      f.grad_z = bridge::view2<Store>(grad_z, "grad z");
-      kk::so2_gate_backward(exec, f, E);
-      fence_for_torch(exec);
-    }
+    Tensor grad_z = gate_backward<Real, Store>(kept(ctx, "z"), grad_x.view({E, K, H}), part.lmax, part.mmax, H);
     // Released before the pass that holds the layer's widest tensors (the pack's backward), as
     // autograd releases them between the separate functions.
     grad_x.reset();
