@@ -72,6 +72,14 @@ bool gemm_bias_in_epilogue(torch::Tensor& out, const torch::Tensor& a, const tor
 bool gemm_bf16_lt(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
                   const torch::Tensor& bias = torch::Tensor());
 
+// out = a b (+ bias) in 3xTF32 by one tensor-core kernel (kokkos/tensor_core_gemm.hpp): each fp32
+// operand read once and split in registers, the three products summed in one fp32 accumulator.
+// For fp32 CUDA tensors with unit column strides (b: either unit stride), widths and row strides
+// multiples of 4, 16-byte aligned; false, having done nothing, elsewhere (host tensors, other
+// shapes): the caller then forms the split from torch ops.
+bool gemm_tf32x3_tensor_cores(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
+                              const torch::Tensor& bias = torch::Tensor());
+
 // a [..., K] w^T + bias as an autograd op: native mode calls torch's addmm / mm (its own backward); the
 // other modes a Function whose backward forms its GEMMs in the same mode.
 torch::Tensor gemm_linear(const torch::Tensor& a, const torch::Tensor& w, const torch::Tensor& bias = torch::Tensor());

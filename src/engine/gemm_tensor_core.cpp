@@ -1,0 +1,59 @@
+// The split mode's GEMM on CUDA tensor cores (gemm.hpp, gemm_tf32x3_tensor_cores): torch tensors
+// -> the strides and pointers of kokkos/tensor_core_gemm.hpp's kernel, launched on torch's current
+// stream (the engine's Kokkos stream, bridge.hpp).
+#include <Kokkos_Macros.hpp>
+
+#include "gemm.hpp"
+
+#ifdef KOKKOS_ENABLE_CUDA
+#include <ATen/cuda/CUDAContext.h>
+
+#include "tensor_core_gemm.hpp"
+#endif
+
+namespace edgeframe::impl {
+
+#ifndef KOKKOS_ENABLE_CUDA
+
+bool gemm_tf32x3_tensor_cores(torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
+  return false;
+}
+
+#else
+
+bool gemm_tf32x3_tensor_cores(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
+                              const torch::Tensor& bias) {
+  const auto f32_cuda = [&](const torch::Tensor& t) {
+    return t.scalar_type() == torch::kFloat && t.is_cuda() && t.device() == a.device();
+  };
+  if (!f32_cuda(a) || !f32_cuda(b) || !f32_cuda(out) || a.dim() != 2 || b.dim() != 2 || out.dim() != 2) return false;
+  if (bias.defined() && (!f32_cuda(bias) || bias.dim() != 1 || bias.stride(0) != 1 || bias.size(0) != b.size(1)))
+    return false;
+  if (a.size(1) != b.size(0) || out.size(0) != a.size(0) || out.size(1) != b.size(1)) return false;
+  if (a.stride(1) != 1 || out.stride(1) != 1) return false;
+  kk::tc::GemmArgs g;
+  if (b.stride(1) == 1) {
+    g.b_kn = true;
+    g.ldb = b.stride(0);
+  } else if (b.stride(0) == 1) {
+    g.b_kn = false;  // b = w^T of a row-major w [N, K]
+    g.ldb = b.stride(1);
+  } else {
+    return false;
+  }
+  g.a = a.data_ptr<float>();
+  g.b = b.data_ptr<float>();
+  g.bias = bias.defined() ? bias.data_ptr<float>() : nullptr;
+  g.c = out.data_ptr<float>();
+  g.lda = a.stride(0);
+  g.ldc = out.stride(0);
+  g.m = static_cast<int>(a.size(0));
+  g.n = static_cast<int>(b.size(1));
+  g.k = static_cast<int>(a.size(1));
+  if (a.size(0) > 0x7fffffff) return false;
+  return kk::tc::gemm<3>(g, at::cuda::getCurrentCUDAStream(a.device().index()).stream());
+}
+
+#endif
+
+}  // namespace edgeframe::impl
