@@ -30,9 +30,7 @@
 
 #if defined(__CUDACC__)  // nvcc (the engine's CUDA builds compile with nvcc_wrapper)
 
-#include <cuda_runtime.h>
-
-#include <cstdint>
+#include <cstdint>  // nvcc includes the CUDA runtime's declarations itself
 
 namespace edgeframe::kk::tc {
 
