@@ -39,7 +39,6 @@ void bf16_out(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias)
 }
 
 void tf32x3_out(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
-  if (gemm_tf32x3_tensor_cores(out, a, b, bias)) return;  // CUDA: one kernel, no split passes
   const auto [a_hi, a_lo] = split_tf32(a);
   const auto [b_hi, b_lo] = split_tf32(b);
   const Tf32Switch tf32(true);
