@@ -1,9 +1,11 @@
 #!/bin/bash
-# Device call 2 (call 1 got no answer from its machine and was given back, its device time
-# spent): the whole measurement in one call. This tree built (bench, units) and its GPU units run;
-# the GEMM against cuBLAS (bench/tensor_core_gemm_bench.cu); the step in tf32x3 with the kernel
-# and with the split from torch ops (EDGEFRAME_AB_TF32X3_TORCH, a switch that lived in the
-# working tree for this call only), tf32 and fp64, diamond 512 and bcc Cu 4394.
+# The whole measurement of the tf32x3 tensor-core kernel in one device call (no machine could be
+# started when it was written: not yet run). The tf32x3 mode does not take the kernel in the
+# committed tree; wire_and_ab_switch.patch (applied here, on the device's copy only) makes it
+# take it unless EDGEFRAME_AB_TF32X3_TORCH is set, so that one build times both. This tree built
+# (bench, units) and its GPU units run; the GEMM against cuBLAS (bench/tensor_core_gemm_bench.cu);
+# the step in tf32x3 with the kernel and with the split from torch ops, tf32 and fp64, diamond
+# 512 and bcc Cu 4394 (random UMA-S-shape v2). After it: commit the wiring without the switch.
 #   OUT=$OUT bash bench/results/h200_2026-12-05d/call2.sh
 set -u
 T0=$SECONDS
@@ -11,6 +13,7 @@ R=$OUT/r
 mkdir -p "$R"
 nvidia-smi --query-gpu=name,memory.total --format=csv
 pack() { tar -C "$OUT" -cJf "$OUT/results.tar.xz" r; }
+patch -p1 < bench/results/h200_2026-12-05d/wire_and_ab_switch.patch || { echo "patch failed"; exit 1; }
 nvcc -O3 -std=c++17 -arch=sm_90 -Ikokkos bench/tensor_core_gemm_bench.cu -lcublas -o /tmp/tcgemm > "$R/gemm-build.log" 2>&1 &
 OUT=$R NO_LAMMPS=1 NO_STATE=1 BUILD_TARGETS="edgeframe_bench edgeframe_unit_tests" timeout 330 \
   scripts/gpu_session.sh build test > "$R/build.log" 2>&1
@@ -27,7 +30,7 @@ pot=/tmp/umas.safetensors cases=/tmp/cases
 python3 bench/v2_random_potential.py $pot > "$R/potential.log" 2>&1
 python3 bench/v2_cases.py --potential $pot --out $cases --cases diamond512,bcc4394 > "$R/cases.log" 2>&1
 one() {  # label env precision case reps
-  ((SECONDS - T0 < 560)) || { echo "skipped $1: time"; return; }
+  ((SECONDS - T0 < 470)) || { echo "skipped $1: time"; return; }
   env $2 timeout 60 build-gpu/bench/edgeframe_bench --case $cases/$4.case --potential $pot --precision $3 \
     --reps $5 --warmup 3 --forces-out /tmp/f-$1 > "$R/$1.log" 2>&1
   echo "$1 rc $?: $(grep -o '"median_s": [0-9.e+-]*\|"peak_bytes": [0-9]*' "$R/$1.log" | tr '\n' ' ')"
