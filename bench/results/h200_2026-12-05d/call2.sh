@@ -1,8 +1,8 @@
 #!/bin/bash
 # The whole measurement of the tf32x3 tensor-core kernel in one device call (no machine could be
 # started when it was written: not yet run). The tf32x3 mode does not take the kernel in the
-# committed tree; wire_and_ab_switch.patch (applied here, on the device's copy only) makes it
-# take it unless EDGEFRAME_AB_TF32X3_TORCH is set, so that one build times both. This tree built
+# committed tree; the python block below (on the device's copy only) makes it take it unless
+# EDGEFRAME_AB_TF32X3_TORCH is set, so that one build times both. This tree built
 # (bench, units) and its GPU units run; the GEMM against cuBLAS (bench/tensor_core_gemm_bench.cu);
 # the step in tf32x3 with the kernel and with the split from torch ops, tf32 and fp64, diamond
 # 512 and bcc Cu 4394 (random UMA-S-shape v2). After it: commit the wiring without the switch.
@@ -13,7 +13,16 @@ R=$OUT/r
 mkdir -p "$R"
 nvidia-smi --query-gpu=name,memory.total --format=csv
 pack() { tar -C "$OUT" -cJf "$OUT/results.tar.xz" r; }
-patch -p1 < bench/results/h200_2026-12-05d/wire_and_ab_switch.patch || { echo "patch failed"; exit 1; }
+# The wiring and the measurement switch, on the device's copy only.
+python3 - << 'PY' || { echo "wiring failed"; exit 1; }
+p = "src/engine/gemm.cpp"
+s = open(p).read()
+head = "void tf32x3_out(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {\n"
+assert head in s and "ab_torch_split" not in s
+s = s.replace(head, head + '  static const bool ab_torch_split = std::getenv("EDGEFRAME_AB_TF32X3_TORCH") != nullptr;\n'
+              "  if (!ab_torch_split && gemm_tf32x3_tensor_cores(out, a, b, bias)) return;\n", 1)
+open(p, "w").write(s.replace("#include <cstdint>\n", "#include <cstdint>\n#include <cstdlib>\n", 1))
+PY
 nvcc -O3 -std=c++17 -arch=sm_90 -Ikokkos bench/tensor_core_gemm_bench.cu -lcublas -o /tmp/tcgemm > "$R/gemm-build.log" 2>&1 &
 OUT=$R NO_LAMMPS=1 NO_STATE=1 BUILD_TARGETS="edgeframe_bench edgeframe_unit_tests" timeout 330 \
   scripts/gpu_session.sh build test > "$R/build.log" 2>&1
