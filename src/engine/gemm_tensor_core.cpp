@@ -7,6 +7,7 @@
 
 #ifdef KOKKOS_ENABLE_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
 
 #include "tensor_core_gemm.hpp"
 #endif
@@ -51,7 +52,11 @@ bool gemm_tf32x3_tensor_cores(torch::Tensor& out, const torch::Tensor& a, const 
   g.n = static_cast<int>(b.size(1));
   g.k = static_cast<int>(a.size(1));
   if (a.size(0) > 0x7fffffff) return false;
-  return kk::tc::gemm<3>(g, at::cuda::getCurrentCUDAStream(a.device().index()).stream());
+  if (!kk::tc::gemm<3>(g, at::cuda::getCurrentCUDAStream(a.device().index()).stream())) return false;
+  // A launch that failed (resources, a device that lacks sm_80's instructions) throws here
+  // instead of leaving out unwritten.
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
 }
 
 #endif
