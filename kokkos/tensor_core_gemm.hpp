@@ -5,10 +5,11 @@
 // fp32's accuracy at tensor-core speed (doc/engine.md "Precision modes"). The tensor cores add
 // into their fp32 accumulator rounding toward zero (Ootomo and Yokota, "Recovering single
 // precision accuracy from Tensor Cores while surpassing the FP32 theoretical peak performance",
-// IJHPCA 2022), which over K = 1024 would bias a sum well beyond fp32's error; so each k step of 16
-// is summed by the tensor cores from zero and added to the running sum by an ordinary fp32 add
-// (round to nearest). kTerms = 1 keeps only big_A big_B, summed directly: plain TF32, for
-// measuring the tile loop itself.
+// IJHPCA 2022), which over K = 1024 would bias a sum well beyond fp32's error; so the three
+// products of each 8 k's are summed by the tensor cores from zero, small terms first, and added to
+// the running sum by an ordinary fp32 add (round to nearest): one rounding toward zero per 8 k's,
+// of at most an ulp of their own sum. kTerms = 1 keeps only big_A big_B, summed directly: plain
+// TF32, for measuring the tile loop itself.
 //
 // Why a kernel of our own: formed from torch ops (gemm.cpp's fallback) the split costs two passes
 // over every operand and three GEMMs that each round their result to fp32 in memory, so the split
@@ -151,9 +152,9 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const GemmArgs g) {
     const int buf = ks & 1;
     const bool more = ks + 1 < k_steps;
     if (more) load_global<kBKN>(g, m0, n0, (ks + 1) * kTileK, st);
-    float step[4][4][4] = {};  // this k step's sum (3xTF32), added to acc at its end
 #pragma unroll
     for (int kk = 0; kk < kTileK; kk += 8) {
+      float part[4][4][4] = {};  // these 8 k's three products (3xTF32), then added to acc
       std::uint32_t a_big[4][4], a_small[4][4], b_big[4][2], b_small[4][2];
 #pragma unroll
       for (int mt = 0; mt < 4; ++mt) {
@@ -185,22 +186,23 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const GemmArgs g) {
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt) {
           if constexpr (kTerms == 3) {
-            // the small terms first, the big one last: the sum grows only at the end
-            mma_tf32(step[mt][nt], a_big[mt], b_small[nt]);
-            mma_tf32(step[mt][nt], a_small[mt], b_big[nt]);
-            mma_tf32(step[mt][nt], a_big[mt], b_big[nt]);
+            // the small terms first, the big one last: only the last add rounds at the part's
+            // full size (toward zero, by at most one ulp of these 8 k's sum)
+            mma_tf32(part[mt][nt], a_big[mt], b_small[nt]);
+            mma_tf32(part[mt][nt], a_small[mt], b_big[nt]);
+            mma_tf32(part[mt][nt], a_big[mt], b_big[nt]);
           } else {
             mma_tf32(acc[mt][nt], a_big[mt], b_big[nt]);
           }
         }
-    }
-    if constexpr (kTerms == 3) {
+      if constexpr (kTerms == 3) {
 #pragma unroll
-      for (int mt = 0; mt < 4; ++mt)
+        for (int mt = 0; mt < 4; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
+          for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-          for (int q = 0; q < 4; ++q) acc[mt][nt][q] += step[mt][nt][q];
+            for (int q = 0; q < 4; ++q) acc[mt][nt][q] += part[mt][nt][q];
+      }
     }
     if (more) store_shared<kBKN>(sh, buf ^ 1, st);
     __syncthreads();

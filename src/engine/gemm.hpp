@@ -73,8 +73,8 @@ bool gemm_bf16_lt(torch::Tensor& out, const torch::Tensor& a, const torch::Tenso
                   const torch::Tensor& bias = torch::Tensor());
 
 // out = a b (+ bias) in 3xTF32 by one tensor-core kernel (kokkos/tensor_core_gemm.hpp): each fp32
-// operand read once and split in registers, the three products of each k step of 16 summed by the
-// tensor cores and added to an fp32 running sum rounded to nearest.
+// operand read once and split in registers, the three products of each 8 k's summed by the tensor
+// cores and added to an fp32 running sum rounded to nearest.
 // For fp32 CUDA tensors with unit column strides (b: either unit stride), widths and row strides
 // multiples of 4, 16-byte aligned; false, having done nothing, elsewhere (host tensors, other
 // shapes). Not yet taken by the tf32x3 mode, which forms the split from torch ops (tf32x3_out in
