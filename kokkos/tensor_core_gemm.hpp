@@ -87,15 +87,25 @@ __device__ __forceinline__ float4 load4(const float* p, bool ok) {
   return ok ? *reinterpret_cast<const float4*>(p) : make_float4(0.f, 0.f, 0.f, 0.f);
 }
 
-template <bool kBKN>
-__device__ __forceinline__ void load_global(const GemmArgs& g, int m0, int n0, int k0, Staged& s) {
+// Where A's elements come from: PlainA reads A [M, K] at row stride lda. Another loader (a type
+// with the same load) computes them from other tensors as the tile is loaded, which is how a
+// producer pass can be fused into the GEMM (bench/tensor_core_gemm_bench.cu measures one: the
+// SO(2) gate in the second linear's A).
+struct PlainA {
+  __device__ __forceinline__ float4 load(const GemmArgs& g, int gm, int gk, bool ok) const {
+    return load4(g.a + gm * g.lda + gk, ok);
+  }
+};
+
+template <bool kBKN, class ALoad>
+__device__ __forceinline__ void load_global(const GemmArgs& g, const ALoad& aload, int m0, int n0, int k0, Staged& s) {
   const int t = threadIdx.x;
   for (int i = 0; i < 2; ++i) {
     const int idx = t + i * kThreads;  // 0..511
     // A (and B stored [N, K]): 128 rows of 16, a row's 4 float4 on 4 neighbouring threads
     const int row = idx >> 2, kq = (idx & 3) * 4;
     const int gm = m0 + row, gk = k0 + kq;
-    s.a[i] = load4(g.a + gm * g.lda + gk, gm < g.m && gk < g.k);
+    s.a[i] = aload.load(g, gm, gk, gm < g.m && gk < g.k);
     if constexpr (kBKN) {
       // B stored [K, N]: 16 rows of 128, a row's 32 float4 on one warp
       const int kr = idx >> 5, nq = (idx & 31) * 4;
@@ -130,8 +140,8 @@ __device__ __forceinline__ float b_at(const SharedTiles<kBKN>& sh, int buf, int 
     return sh.b[buf][n][k];
 }
 
-template <int kTerms, bool kBKN>
-__global__ void __launch_bounds__(kThreads) gemm_kernel(const GemmArgs g) {
+template <int kTerms, bool kBKN, class ALoad>
+__global__ void __launch_bounds__(kThreads) gemm_kernel(const GemmArgs g, const ALoad aload) {
   static_assert(kTerms == 1 || kTerms == 3, "tensor_core_gemm: 1 (TF32) or 3 (3xTF32) terms");
   __shared__ __align__(16) SharedTiles<kBKN> sh;
   const int tiles_n = (g.n + kTileN - 1) / kTileN;
@@ -144,14 +154,14 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const GemmArgs g) {
 
   float acc[4][4][4] = {};
   Staged st;
-  load_global<kBKN>(g, m0, n0, 0, st);
+  load_global<kBKN>(g, aload, m0, n0, 0, st);
   store_shared<kBKN>(sh, 0, st);
   __syncthreads();
   const int k_steps = (g.k + kTileK - 1) / kTileK;
   for (int ks = 0; ks < k_steps; ++ks) {
     const int buf = ks & 1;
     const bool more = ks + 1 < k_steps;
-    if (more) load_global<kBKN>(g, m0, n0, (ks + 1) * kTileK, st);
+    if (more) load_global<kBKN>(g, aload, m0, n0, (ks + 1) * kTileK, st);
 #pragma unroll
     for (int kk = 0; kk < kTileK; kk += 8) {
       float part[4][4][4] = {};  // these 8 k's three products (3xTF32), then added to acc
@@ -233,16 +243,16 @@ inline bool gemm_applies(const GemmArgs& g) {
 }
 
 // Launches C = A B (+ bias) on `stream`; false, having launched nothing, where gemm_applies says no.
-template <int kTerms>
-bool gemm(const GemmArgs& g, cudaStream_t stream) {
+template <int kTerms, class ALoad = PlainA>
+bool gemm(const GemmArgs& g, cudaStream_t stream, const ALoad& aload = {}) {
   if (!gemm_applies(g)) return false;
   if (g.m == 0) return true;
   const long long tiles = (long long)((g.m + kTileM - 1) / kTileM) * ((g.n + kTileN - 1) / kTileN);
   if (tiles > 0x7fffffffLL) return false;
   if (g.b_kn)
-    gemm_kernel<kTerms, true><<<unsigned(tiles), kThreads, 0, stream>>>(g);
+    gemm_kernel<kTerms, true, ALoad><<<unsigned(tiles), kThreads, 0, stream>>>(g, aload);
   else
-    gemm_kernel<kTerms, false><<<unsigned(tiles), kThreads, 0, stream>>>(g);
+    gemm_kernel<kTerms, false, ALoad><<<unsigned(tiles), kThreads, 0, stream>>>(g, aload);
   return true;
 }
 
