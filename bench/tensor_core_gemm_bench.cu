@@ -94,6 +94,23 @@ struct GatedA {  // the same x, made as the GEMM loads its A tile (g.a = z, g.ld
   }
 };
 
+// Median time (ms) of `reps` runs of f, each between two events on the default stream.
+template <class F>
+double median_ms(cudaEvent_t e0, cudaEvent_t e1, int reps, F&& f) {
+  std::vector<float> t;
+  for (int r = 0; r < reps; ++r) {
+    CHECK_CUDA(cudaEventRecord(e0));
+    f();
+    CHECK_CUDA(cudaEventRecord(e1));
+    CHECK_CUDA(cudaEventSynchronize(e1));
+    float v;
+    CHECK_CUDA(cudaEventElapsedTime(&v, e0, e1));
+    t.push_back(v);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 struct Shape {
   const char* what;
   int k, n;
@@ -178,18 +195,7 @@ int main(int argc, char** argv) {
       double e[2];
       CHECK_CUDA(cudaMemcpy(e, err, 16, cudaMemcpyDeviceToHost));
       rel[which] = e[0] / e[1];
-      std::vector<float> t;
-      for (int r = 0; r < reps; ++r) {
-        CHECK_CUDA(cudaEventRecord(e0));
-        run(which);
-        CHECK_CUDA(cudaEventRecord(e1));
-        CHECK_CUDA(cudaEventSynchronize(e1));
-        float x;
-        CHECK_CUDA(cudaEventElapsedTime(&x, e0, e1));
-        t.push_back(x);
-      }
-      std::sort(t.begin(), t.end());
-      ms[which] = t[t.size() / 2];
+      ms[which] = median_ms(e0, e1, reps, [&] { run(which); });
     }
     const double tflop = 2.0 * m * s.k * s.n * 1e-12;
     std::printf("%-14s %5d %5d | %9.3f %9.3f %9.3f %9.3f | %8.1e %8.1e %8.1e %8.1e | TFLOP/s %5.0f %5.0f %5.0f %5.0f\n",
@@ -221,30 +227,19 @@ int main(int argc, char** argv) {
     g.n = n;
     g.k = k;
     const float one = 1, zero = 0;
+    auto gate = [&] { gate_pass<<<(nx / 4 + 255) / 256, 256>>>(z, x, m, k, hh); };
     auto separate = [&] {
-      gate_pass<<<(nx / 4 + 255) / 256, 256>>>(z, x, m, k, hh);
+      gate();
       CHECK_CUBLAS(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, b, CUDA_R_32F, k, x, CUDA_R_32F, k, &zero,
                                 c, CUDA_R_32F, n, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
     };
     auto fused = [&] { edgeframe::kk::tc::gemm<1>(g, 0, GatedA{hh}); };
-    auto median_ms = [&](auto&& f) {
+    auto timed = [&](auto&& f) {  // one warm-up run, checked, then the median
       f();
       CHECK_CUDA(cudaGetLastError());
-      std::vector<float> t;
-      for (int r = 0; r < reps; ++r) {
-        CHECK_CUDA(cudaEventRecord(e0));
-        f();
-        CHECK_CUDA(cudaEventRecord(e1));
-        CHECK_CUDA(cudaEventSynchronize(e1));
-        float v;
-        CHECK_CUDA(cudaEventElapsedTime(&v, e0, e1));
-        t.push_back(v);
-      }
-      std::sort(t.begin(), t.end());
-      return double(t[t.size() / 2]);
+      return median_ms(e0, e1, reps, f);
     };
-    const double t_gate = median_ms([&] { gate_pass<<<(nx / 4 + 255) / 256, 256>>>(z, x, m, k, hh); });
-    const double t_sep = median_ms(separate), t_fused = median_ms(fused);
+    const double t_gate = timed(gate), t_sep = timed(separate), t_fused = timed(fused);
     // the two results against each other (both TF32 products of the same x; their roundings differ)
     std::vector<float> c1(nc), c2(nc);
     separate();

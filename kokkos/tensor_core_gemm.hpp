@@ -62,6 +62,16 @@ __device__ __forceinline__ void split_tf32(float x, std::uint32_t& big, std::uin
   small = to_tf32(x - __uint_as_float(big));
 }
 
+// An fp32 operand value as the kernel's mma wants it: split (kTerms 3) or rounded (kTerms 1, small
+// left unset).
+template <int kTerms>
+__device__ __forceinline__ void to_operand(float x, std::uint32_t& big, std::uint32_t& small) {
+  if constexpr (kTerms == 3)
+    split_tf32(x, big, small);
+  else
+    big = to_tf32(x);
+}
+
 // d += a b for one 16 x 8 x 8 tile (PTX ISA, "Matrix fragments for mma.m16n8k8" with .tf32).
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
   asm volatile(
@@ -172,24 +182,14 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const GemmArgs g, const 
         const float v[4] = {sh.a[buf][r][kk + tig], sh.a[buf][r + 8][kk + tig], sh.a[buf][r][kk + tig + 4],
                             sh.a[buf][r + 8][kk + tig + 4]};
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          if constexpr (kTerms == 3)
-            split_tf32(v[q], a_big[mt][q], a_small[mt][q]);
-          else
-            a_big[mt][q] = to_tf32(v[q]);
-        }
+        for (int q = 0; q < 4; ++q) to_operand<kTerms>(v[q], a_big[mt][q], a_small[mt][q]);
       }
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) {
         const int c = wn + nt * 8 + gid;
         const float v[2] = {b_at<kBKN>(sh, buf, kk + tig, c), b_at<kBKN>(sh, buf, kk + tig + 4, c)};
 #pragma unroll
-        for (int q = 0; q < 2; ++q) {
-          if constexpr (kTerms == 3)
-            split_tf32(v[q], b_big[nt][q], b_small[nt][q]);
-          else
-            b_big[nt][q] = to_tf32(v[q]);
-        }
+        for (int q = 0; q < 2; ++q) to_operand<kTerms>(v[q], b_big[nt][q], b_small[nt][q]);
       }
 #pragma unroll
       for (int mt = 0; mt < 4; ++mt)

@@ -32,6 +32,7 @@ bool gemm_tf32x3_tensor_cores(torch::Tensor& out, const torch::Tensor& a, const 
     return false;
   if (a.size(1) != b.size(0) || out.size(0) != a.size(0) || out.size(1) != b.size(1)) return false;
   if (a.stride(1) != 1 || out.stride(1) != 1) return false;
+  if (a.size(0) > 0x7fffffff) return false;  // the kernel's row index is an int
   kk::tc::GemmArgs g;
   if (b.stride(1) == 1) {
     g.b_kn = true;
@@ -51,7 +52,6 @@ bool gemm_tf32x3_tensor_cores(torch::Tensor& out, const torch::Tensor& a, const 
   g.m = static_cast<int>(a.size(0));
   g.n = static_cast<int>(b.size(1));
   g.k = static_cast<int>(a.size(1));
-  if (a.size(0) > 0x7fffffff) return false;
   if (!kk::tc::gemm<3>(g, at::cuda::getCurrentCUDAStream(a.device().index()).stream())) return false;
   // A launch that failed (resources, a device that lacks sm_80's instructions) throws here
   // instead of leaving out unwritten.
