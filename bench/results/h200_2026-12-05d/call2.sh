@@ -9,10 +9,10 @@
 #   OUT=$OUT bash bench/results/h200_2026-12-05d/call2.sh
 set -u
 T0=$SECONDS
-R=$OUT/r
-mkdir -p "$R"
+R=/tmp/call2/r    # outside $OUT: only 8 files come back, so they travel as one tarball
+rm -rf /tmp/call2; mkdir -p "$R"
 nvidia-smi --query-gpu=name,memory.total --format=csv
-pack() { tar -C "$OUT" -cJf "$OUT/results.tar.xz" r; }
+pack() { tar -C /tmp/call2 -cJf "$OUT/results.tar.xz" r; }
 # The wiring and the measurement switch, on the device's copy only.
 python3 - << 'PY' || { echo "wiring failed"; exit 1; }
 p = "src/engine/gemm.cpp"
