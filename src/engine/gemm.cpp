@@ -39,6 +39,9 @@ void bf16_out(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias)
 }
 
 void tf32x3_out(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
+  // CUDA: one tensor-core kernel that splits the operands in registers (kokkos/tensor_core_gemm.hpp);
+  // what it declines (CPU tensors, unaligned shapes) is split here from torch ops.
+  if (gemm_tf32x3_tensor_cores(out, a, b, bias)) return;
   const auto [a_hi, a_lo] = split_tf32(a);
   const auto [b_hi, b_lo] = split_tf32(b);
   const Tf32Switch tf32(true);
