@@ -77,9 +77,8 @@ bool gemm_bf16_lt(torch::Tensor& out, const torch::Tensor& a, const torch::Tenso
 // cores and added to an fp32 running sum rounded to nearest.
 // For fp32 CUDA tensors with unit column strides (b: either unit stride), widths and row strides
 // multiples of 4, 16-byte aligned; false, having done nothing, elsewhere (host tensors, other
-// shapes). Not yet taken by the tf32x3 mode, which forms the split from torch ops (tf32x3_out in
-// gemm.cpp): the mode takes this kernel once Gemm.Tf32x3TensorCoreKernelOverEveryTileEdge and
-// bench/tensor_core_gemm_bench.cu have run on a GPU (doc/engine.md "Precision modes").
+// shapes). The tf32x3 mode (tf32x3_out in gemm.cpp) takes it first and splits from torch ops
+// what it declines.
 bool gemm_tf32x3_tensor_cores(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
                               const torch::Tensor& bias = torch::Tensor());
 
