@@ -1,4 +1,4 @@
-# Run from the repository root: $EDGEFRAME_PYTHON bench/results/training/gpu-2026-12-03c/sf_check.py (bench/results/validate-v2c/Cu-sf/sf_check.py for this call's copper file)
+# Run from the repository root: $EDGEFRAME_PYTHON bench/results/training/gpu-2026-12-03c/sf_check.py (bench/results/validate-v2c/Cu-sf/sf_check.py on this call's copper file)
 # Model energies of copper's stacking-fault frames against EAM's, relative to perfect fcc.
 import sys, torch, numpy as np
 sys.path[:0] = ["tools", "tools/train"]
