@@ -33,19 +33,18 @@ bool gemm_tf32x3_tensor_cores(torch::Tensor& out, const torch::Tensor& a, const 
   if (a.size(1) != b.size(0) || out.size(0) != a.size(0) || out.size(1) != b.size(1)) return false;
   if (a.stride(1) != 1 || out.stride(1) != 1) return false;
   if (a.size(0) > 0x7fffffff) return false;  // the kernel's row index is an int
-  // The kernel takes B as W^T with W [N, K] row-major: b = w^T of a linear layer's weight as it
-  // is; a row-major b [K, N] (a weight in a backward) copied into that form (a small copy).
-  torch::Tensor w;
-  if (b.stride(0) == 1)
-    w = b.t();
-  else if (b.stride(1) == 1)
-    w = b.t().contiguous();
-  else
-    return false;
   kk::tc::GemmArgs g;
+  if (b.stride(1) == 1) {
+    g.b_kn = true;
+    g.ldb = b.stride(0);
+  } else if (b.stride(0) == 1) {
+    g.b_kn = false;  // b = w^T of a row-major w [N, K]
+    g.ldb = b.stride(1);
+  } else {
+    return false;
+  }
   g.a = a.data_ptr<float>();
-  g.w = w.data_ptr<float>();
-  g.ldw = w.stride(0);
+  g.b = b.data_ptr<float>();
   g.bias = bias.defined() ? bias.data_ptr<float>() : nullptr;
   g.c = out.data_ptr<float>();
   g.lda = a.stride(0);
