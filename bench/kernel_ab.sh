@@ -21,9 +21,10 @@
 set -u
 T0=$SECONDS
 left() { echo $((${CALL_BUDGET:-575} - (SECONDS - T0))); }
-R=$OUT/r
+# outside $OUT (the tool returns at most 8 files), kept between the stages on a warm machine
+R=/tmp/kernel-ab/r
 mkdir -p "$R/old" "$R/new"
-pack() { tar -C "$OUT" -cJf "$OUT/results.tar.xz" r; }
+pack() { tar -C /tmp/kernel-ab -cJf "${OUT:?set OUT}/results.tar.xz" r; }
 repo=$PWD
 if [[ ${STAGE:-build} == build ]]; then
   rm -rf /tmp/head && mkdir -p /tmp/head && tar xzf .device/src-head.tar.gz -C /tmp/head \

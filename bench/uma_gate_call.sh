@@ -9,16 +9,17 @@
 #      device's dependency prefix has a LAMMPS build (the LAMMPS columns need lmp and the plugin).
 #   3. bench/uma_gate.sh with the call's time shared: FAIRCHEM_SHARE % of what is left for
 #      fairchem's paths (default 55), EDGEFRAME_SHARE % for edgeframe's columns (default 35).
-#   4. OUT/r: gate.md, gate.json, fairchem.jsonl, uma-gate.out and the logs (no inputs or forces),
-#      packed into OUT/results.tar.xz.
+#   4. gate.md, gate.json, fairchem.jsonl, uma-gate.out and the logs (no inputs or forces) in
+#      /tmp/uma-gate-call/r, packed into OUT/results.tar.xz (the tool returns at most 8 files).
 # UMA_GATE_PATHS, UMA_GATE_PRECISIONS and UMA_GATE_LAMMPS_TAGS pass through to bench/uma_gate.sh
 # (which documents them). CALL_LIMIT (seconds, default 565) bounds the whole call.
 #   run from the repository root on the device: OUT=$OUT bash bench/uma_gate_call.sh
 set -u
 T0=$SECONDS
-R=${OUT:?set OUT}/r
-mkdir -p "$R"
-pack() { tar -C "$OUT" -cJf "$OUT/results.tar.xz" r; }
+: "${OUT:?set OUT}"
+R=/tmp/uma-gate-call/r
+rm -rf "$R"; mkdir -p "$R"
+pack() { tar -C /tmp/uma-gate-call -cJf "$OUT/results.tar.xz" r; }
 
 if [[ ! -d /tmp/fcpkgs/fairchem ]]; then
   bash .device/fairchem-wheels/INSTALL.sh /tmp/fcpkgs > "$R/install.log" 2>&1
