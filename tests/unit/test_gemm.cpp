@@ -74,7 +74,8 @@ TEST(Gemm, Tf32x3GivesFp32sAccuracy) {
 }
 
 // The split mode's tensor-core kernel (gemm_tf32x3_tensor_cores, kokkos/tensor_core_gemm.hpp) at
-// shapes that cut every tile edge (M, N, K not multiples of the 128 x 128 x 16 tile, K down to 4),
+// shapes that cut every tile edge (M, N, K not multiples of the kernel's tile; K from 4, one k step,
+// to 1024, with two and three k steps of 16 or 32 between),
 // both storage orders of B, with and without a bias, from a column range of a wider A into a
 // column range of a wider C: within 4x cuBLAS fp32's error against fp64 (as the split from torch
 // ops above) and nothing written outside the range. The
@@ -87,7 +88,7 @@ TEST(Gemm, Tf32x3TensorCoreKernelOverEveryTileEdge) {
     bool positive;
   };
   const Case cases[] = {{1000, 388, 200, false}, {129, 16, 132, false}, {37, 1024, 512, false},
-                        {700, 1024, 256, true},  {5, 4, 4, false}};
+                        {700, 1024, 256, true},  {5, 4, 4, false},        {200, 48, 64, false}};
   std::uint64_t seed = 30;
   double worst = 0, worst_fp32 = 0;
   for (const Case& c : cases) {
