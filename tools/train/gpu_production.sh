@@ -115,9 +115,10 @@ declare -A VARIANT=(
   [Cu-sfw-v2]="Cu --init-from ${INIT_CU:-potentials/Cu-v2.safetensors} --lr 5e-4 --w-energy 100 --w-virial 50 --oversample lattice=3 relaxed=3 eos=2 strain=2 atom=10 fault=6 --energy-weight lattice=20 relaxed=20 fault=20"
   [C-e100-v2]="C --init-from ${INIT_C:-potentials/C-diamond-v2.safetensors} --lr 3e-4 --w-energy 100 --w-virial 30 --oversample lattice=3 relaxed=5 eos=2 atom=10"
   # Copper: Cu-sfw-v2 fitted perfect fcc to 0.12 meV/atom but left the two training frames
-  # nearest a pure fault at 39 % and 53 % of their EAM energy above fcc (sf_check.py of
-  # bench/results/training/gpu-2026-12-03c): their energy term, even x20, was a few per cent of
-  # a frame's force term. Here the fault and relaxed frames' energy x200 and the fault line drawn
+  # nearest a pure fault at 39 % and 53 % of their EAM energy above fcc
+  # (bench/results/validate-v2c/Cu-sf/sf_check.py on the file of bench/results/training/
+  # gpu-2026-12-03c): at 0.5 meV/atom off, their energy term, even x20, was about a third of a
+  # frame's force term (45 meV/A squared). Here the fault and relaxed frames' energy x200 and the fault line drawn
   # 12 times per epoch, from the shipped file, with the strained frames drawn 3 times (Cu-sfw-v2
   # lost three elastic constants). Carbon: version 3 (the shipped file) once more at lr 2e-4.
   [Cu-sfw2-v2]="Cu --init-from ${INIT_CU:-potentials/Cu-v2.safetensors} --lr 5e-4 --w-energy 100 --w-virial 50 --oversample lattice=3 relaxed=3 eos=2 strain=3 atom=10 fault=12 --energy-weight lattice=20 relaxed=200 fault=200"

@@ -1,4 +1,5 @@
-# Run from the repository root: $EDGEFRAME_PYTHON bench/results/validate-v2c/Cu-sf/sf_check.py
+# Run from the repository root: $EDGEFRAME_PYTHON bench/results/validate-v2c/Cu-sf/sf_check.py [POTENTIAL ...]
+# (without arguments: the two files of sf_check.txt)
 # Model energies of copper's stacking-fault frames against EAM's, relative to perfect fcc.
 import sys, torch, numpy as np
 sys.path[:0] = ["tools", "tools/train"]
@@ -7,7 +8,8 @@ from train.dataset import build_splits
 from train.train import predict, _wrap_v2
 torch.set_num_threads(1)
 s = build_splits("tools/data", "Cu", ["Cu"], 5.5, "build-train/cache")
-for path in ["potentials/Cu-v2.safetensors", "bench/results/training/gpu-2026-12-03b/call1-Cu.safetensors"]:
+paths = sys.argv[1:] or ["potentials/Cu-v2.safetensors", "bench/results/training/gpu-2026-12-03b/call1-Cu.safetensors"]
+for path in paths:
     m = _wrap_v2(load_model_v2(path, dtype=torch.float64), ["Cu"])
     out = []
     for split in ("train", "val", "test"):
