@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: builds what is missing (scripts/build.sh), then runs the diamond MD example
-# (examples/diamond/in.diamond: NVE, NVT, NPT with potentials/C-diamond.safetensors) on Kokkos
+# (examples/diamond/in.diamond: NVE, NVT, NPT with potentials/C-diamond-v2.safetensors) on Kokkos
 # OpenMP with every core of this machine. Extra arguments go to lmp, e.g. -var steps 400.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -9,7 +9,7 @@ export EDGEFRAME_BUILD_DIR="${EDGEFRAME_BUILD_DIR:-$repo/build}"
 # shellcheck disable=SC1090
 source "$("$repo/scripts/bootstrap.sh" --print-env)"
 cd "$repo"
-potential=potentials/C-diamond.safetensors
+potential=potentials/C-diamond-v2.safetensors
 [[ -f "$potential" ]] || { echo "run_example.sh: $potential is missing (see potentials/README.md)" >&2; exit 1; }
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(nproc)}"
 mkdir -p "$EDGEFRAME_BUILD_DIR/example-diamond"
