@@ -27,7 +27,9 @@ def build_edges(model, atoms):
 
 def evaluate(model, atoms, edges=None, roll=None, want_virial=True, forces=True):
     """Returns dict of float64 numpy arrays: energy, energies [N], forces [N, 3],
-    virial [3, 3], atom_virial [N, 3, 3], plus the edges (i, j, shift) used."""
+    virial [3, 3], atom_virial [N, 3, 3], plus the edges (i, j, shift) used. A model v2 whose
+    system inputs are not set yet gets the default task, charge and spin and this structure's
+    composition (set_system); set them first for another task or another composition."""
     param = next(model.parameters())
     dtype, device = param.dtype, param.device
     if edges is None:
@@ -37,6 +39,10 @@ def evaluate(model, atoms, edges=None, roll=None, want_virial=True, forces=True)
     vec64 = edge_vectors(pos, atoms.cell, i, j, shift)
     vec = vec64.to(dtype).detach().requires_grad_(forces)
     species = species_indices(model, atoms.symbols).to(device)
+    if hasattr(model, "set_system"):  # model v2 takes atomic numbers (species index = Z - 1)
+        species = species + 1
+        if model.system is None:
+            model.set_system(species.cpu())
     if roll is not None:
         roll = torch.as_tensor(roll, dtype=dtype, device=device)
     energies = model(species, i, j, vec, roll=roll)

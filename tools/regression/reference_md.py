@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from edgeframe_ref import calc, potential_io, structures  # noqa: E402
+from edgeframe_ref import calc, potential_io, potential_io_v2, structures  # noqa: E402
 
 FTM2V = 1.0 / 1.0364269e-4
 MVV2E = 1.0364269e-4
@@ -67,13 +67,17 @@ def main():
     ap.add_argument("--seed", type=int, default=2026)
     args = ap.parse_args()
 
-    model = potential_io.load_model(args.potential)
+    if potential_io.format_version(args.potential) == potential_io_v2.FORMAT_VERSION_V2:
+        model = potential_io_v2.load_model_v2(args.potential)  # default task, charge and spin
+    else:
+        model = potential_io.load_model(args.potential)
     if args.structure == "diamond64":
         atoms = structures.rattle(structures.diamond((2, 2, 2)), 0.05, seed=1)
     else:
         atoms = structures.rattle(structures.bcc((3, 3, 3), a=2.87), 0.05, seed=2)
     v = initial_velocities(atoms, args.temperature, args.seed)
-    write_data_with_velocities(args.data, atoms, v, model.cfg.species)
+    elements = sorted(set(atoms.symbols))  # one atom type per element present
+    write_data_with_velocities(args.data, atoms, v, elements)
     frames = run(model, atoms, v, args.dt, args.steps, progress=True)
     Path(args.out).write_text(json.dumps({
         "generator": "tools/regression/reference_md.py", "potential": Path(args.potential).name,
