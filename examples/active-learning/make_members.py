@@ -1,7 +1,8 @@
 """Stand-in ensemble for the active-learning example: the shipped carbon potential (model v2 or
-v1) and copies of it with every weight scaled by (1 + sigma * normal noise), written as member0..memberK-1. In a
-real loop the members are models trained from different random seeds on the same data; these
-copies only make the model deviation small and nonzero so that the example shows the mechanics.
+v1) and copies of it with every weight scaled by (1 + sigma * normal noise), written as
+member0..memberK-1. In a real loop the members are models trained from different random seeds
+on the same data; these copies only make the model deviation small and nonzero so that the
+example shows the mechanics.
 usage: python examples/active-learning/make_members.py [--members 4] [--sigma 0.01] [--out DIR]"""
 import argparse
 import sys
