@@ -2,10 +2,9 @@
 // GEMM shapes, one GPU: time (median of --reps after a warm-up) and max |C - C_fp64| / max
 // |C_fp64| of cuBLAS fp32, cuBLAS TF32, this kernel's 3xTF32 and its plain TF32 form, on the
 // same fp32 operands (mixed magnitudes, as tests/unit/test_gemm.cpp draws them). cuBLAS fp64 of
-// the same operands is the reference. Then one fusion (issue 26 item 2's question: do mma.sync
-// tiles of our own carry fused edge kernels?): the SO(2) gate made in the kernel's A-load against
-// a gate pass and cuBLAS TF32. Build and run on a GPU machine (doc/performance.md,
-// "Precision modes"):
+// the same operands is the reference. The backward's shapes (B stored [K, N]) give the kernel
+// W = B^T, made once outside the timing (the engine makes it per call: a copy of a weight).
+// Build and run on a GPU machine (doc/performance.md, "Precision modes"):
 //   nvcc -O3 -std=c++17 -arch=sm_90 -Ikokkos bench/tensor_core_gemm_bench.cu -lcublas -o /tmp/tcgemm
 //   /tmp/tcgemm [--m 281232] [--reps 20]
 #include <cublas_v2.h>
@@ -66,33 +65,6 @@ __global__ void err_max(const float* c, const double* ref, long long n, double* 
   atomicMax(reinterpret_cast<unsigned long long*>(out), __double_as_longlong(d));
   atomicMax(reinterpret_cast<unsigned long long*>(out + 1), __double_as_longlong(r));
 }
-
-// The SO(2) gate as a producer of the second linear's A (kokkos/so2_gate.hpp, simplified to one
-// gate row of H channels per H columns): x(m, k) = z(m, k) sigmoid(z(m, K + k % H)), z [M, K + H].
-__device__ __forceinline__ float sigmoid(float v) { return 1.0f / (1.0f + __expf(-v)); }
-
-__global__ void gate_pass(const float* z, float* x, long long m, int k, int h) {  // x [M, K]
-  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i >= m * k / 4) return;
-  const long long row = i / (k / 4);
-  const int col = int(i % (k / 4)) * 4;
-  const float* zr = z + row * (k + h);
-  const float4 v = *reinterpret_cast<const float4*>(zr + col);
-  const float4 t = *reinterpret_cast<const float4*>(zr + k + col % h);
-  *reinterpret_cast<float4*>(x + row * k + col) =
-      make_float4(v.x * sigmoid(t.x), v.y * sigmoid(t.y), v.z * sigmoid(t.z), v.w * sigmoid(t.w));
-}
-
-struct GatedA {  // the same x, made as the GEMM loads its A tile (g.a = z, g.lda = K + H)
-  int h;
-  __device__ __forceinline__ float4 load(const edgeframe::kk::tc::GemmArgs& g, int gm, int gk, bool ok) const {
-    if (!ok) return make_float4(0.f, 0.f, 0.f, 0.f);
-    const float* zr = g.a + gm * g.lda;
-    const float4 v = *reinterpret_cast<const float4*>(zr + gk);
-    const float4 t = *reinterpret_cast<const float4*>(zr + g.k + gk % h);
-    return make_float4(v.x * sigmoid(t.x), v.y * sigmoid(t.y), v.z * sigmoid(t.z), v.w * sigmoid(t.w));
-  }
-};
 
 // Median time (ms) of `reps` runs of f, each between two events on the default stream.
 template <class F>
@@ -164,18 +136,23 @@ int main(int argc, char** argv) {
     const int ldb = s.b_kn ? s.n : s.k;
     const double one_d = 1, zero_d = 0;
     CHECK_CUBLAS(cublasDgemm(h, opb, CUBLAS_OP_N, s.n, m, s.k, &one_d, bd, ldb, ad, s.k, &zero_d, cd, s.n));
+    const float one = 1, zero = 0;
+    // the kernel's W [N, K]: b itself (forward) or b [K, N] transposed (backward)
+    float* w = b;
+    if (s.b_kn) {
+      CHECK_CUDA(cudaMalloc(&w, nb * 4));
+      CHECK_CUBLAS(cublasSgeam(h, CUBLAS_OP_T, CUBLAS_OP_N, s.k, s.n, &one, b, s.n, &zero, w, s.k, w, s.k));
+    }
     edgeframe::kk::tc::GemmArgs g;
     g.a = a;
-    g.b = b;
+    g.w = w;
     g.c = c;
     g.lda = s.k;
-    g.ldb = ldb;
+    g.ldw = s.k;
     g.ldc = s.n;
     g.m = m;
     g.n = s.n;
     g.k = s.k;
-    g.b_kn = s.b_kn;
-    const float one = 1, zero = 0;
     auto run = [&](int which) {
       if (which == 0 || which == 1)
         CHECK_CUBLAS(cublasGemmEx(h, opb, CUBLAS_OP_N, s.n, m, s.k, &one, b, CUDA_R_32F, ldb, a, CUDA_R_32F, s.k, &zero,
@@ -201,61 +178,10 @@ int main(int argc, char** argv) {
     std::printf("%-14s %5d %5d | %9.3f %9.3f %9.3f %9.3f | %8.1e %8.1e %8.1e %8.1e | TFLOP/s %5.0f %5.0f %5.0f %5.0f\n",
                 s.what, s.k, s.n, ms[0], ms[1], ms[2], ms[3], rel[0], rel[1], rel[2], rel[3], tflop / ms[0] * 1e3,
                 tflop / ms[1] * 1e3, tflop / ms[2] * 1e3, tflop / ms[3] * 1e3);
+    if (w != b) cudaFree(w);
     cudaFree(a), cudaFree(b), cudaFree(c), cudaFree(ad), cudaFree(bd), cudaFree(cd), cudaFree(err);
   }
 
-  // The gate fused into the second SO(2) linear (its m = 1 block: K = N = 512, H = 128), plain
-  // TF32: the gate pass and cuBLAS TF32 on its output against this kernel making x as it loads A.
-  {
-    const int k = 512, n = 512, hh = 128;
-    const long long nz = (long long)m * (k + hh), nx = (long long)m * k, nb = (long long)k * n, nc = (long long)m * n;
-    float *z, *x, *b, *c;
-    CHECK_CUDA(cudaMalloc(&z, nz * 4));
-    CHECK_CUDA(cudaMalloc(&x, nx * 4));
-    CHECK_CUDA(cudaMalloc(&b, nb * 4));
-    CHECK_CUDA(cudaMalloc(&c, nc * 4));
-    fill_mixed<<<(nz + 255) / 256, 256>>>(z, nz, 3);
-    fill_mixed<<<(nb + 255) / 256, 256>>>(b, nb, 4);
-    edgeframe::kk::tc::GemmArgs g;
-    g.a = z;
-    g.b = b;
-    g.c = c;
-    g.lda = k + hh;
-    g.ldb = k;
-    g.ldc = n;
-    g.m = m;
-    g.n = n;
-    g.k = k;
-    const float one = 1, zero = 0;
-    auto gate = [&] { gate_pass<<<(nx / 4 + 255) / 256, 256>>>(z, x, m, k, hh); };
-    auto separate = [&] {
-      gate();
-      CHECK_CUBLAS(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, b, CUDA_R_32F, k, x, CUDA_R_32F, k, &zero,
-                                c, CUDA_R_32F, n, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
-    };
-    auto fused = [&] { edgeframe::kk::tc::gemm<1>(g, 0, GatedA{hh}); };
-    auto timed = [&](auto&& f) {  // one warm-up run, checked, then the median
-      f();
-      CHECK_CUDA(cudaGetLastError());
-      return median_ms(e0, e1, reps, f);
-    };
-    const double t_gate = timed(gate), t_sep = timed(separate), t_fused = timed(fused);
-    // the two results against each other (both TF32 products of the same x; their roundings differ)
-    std::vector<float> c1(nc), c2(nc);
-    separate();
-    CHECK_CUDA(cudaMemcpy(c1.data(), c, nc * 4, cudaMemcpyDeviceToHost));
-    fused();
-    CHECK_CUDA(cudaMemcpy(c2.data(), c, nc * 4, cudaMemcpyDeviceToHost));
-    double dmax = 0, cmax = 0;
-    for (long long i = 0; i < nc; ++i) {
-      dmax = std::max(dmax, double(std::fabs(c1[i] - c2[i])));
-      cmax = std::max(cmax, double(std::fabs(c1[i])));
-    }
-    std::printf("gate + so2_2 m1 (K %d, N %d, H %d): gate pass %.3f ms + cuBLAS TF32 = %.3f ms; gate in this kernel's "
-                "A-load (TF32) %.3f ms; fused / separate %.3f; max |dC| / max |C| between them %.1e\n",
-                k, n, hh, t_gate, t_sep, t_fused, t_fused / t_sep, dmax / cmax);
-    cudaFree(z), cudaFree(x), cudaFree(b), cudaFree(c);
-  }
   cublasDestroy(h);
   return 0;
 }

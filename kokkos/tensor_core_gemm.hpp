@@ -1,5 +1,5 @@
 // A tiled fp32 GEMM on CUDA tensor cores (mma.sync m16n8k8 TF32, sm_80 and newer), for the split
-// precision mode: C = A B (+ bias) with each fp32 operand split in registers into a TF32 head and
+// precision mode: C = A W^T (+ bias) with each fp32 operand split in registers into a TF32 head and
 // a TF32 tail, x = big + small, and three tensor-core products per tile,
 //   A B ~ big_A small_B + small_A big_B + big_A big_B      (small_A small_B, ~2^-22 of it, left out)
 // fp32's accuracy at tensor-core speed (doc/engine.md "Precision modes"). The tensor cores add
@@ -12,21 +12,28 @@
 // TF32, for measuring the tile loop itself.
 //
 // Why a kernel of our own: formed from torch ops (gemm.cpp's fallback) the split costs two passes
-// over every operand and three GEMMs that each round their result to fp32 in memory, so the split
-// mode took as long as fp32 (doc/performance.md "Precision modes"); here every operand is read
-// once and split where it is used.
+// over every operand and three GEMMs that each round their result to fp32 in memory; here every
+// operand is read once and split where it is used.
 //
 // Shapes (all row-major with a row stride, unit column stride; the caller checks):
-//   A [M, K] (lda), C [M, N] (ldc; a column range of a wider matrix is fine), bias [N] or null,
-//   B either [K, N] (b_kn: element (k, n) at b[k ldb + n]) or stored as its transpose W [N, K]
-//   (element (k, n) at b[n ldb + k]: B = W^T, the forward of a linear layer).
-//   K and N multiples of 4, lda / ldb / ldc multiples of 4, every pointer 16-byte aligned (float4
-//   loads and float2 stores); M, N, K otherwise free (tiles past the edges are zero-filled).
+//   A [M, K] (lda), W [N, K] (ldw), C [M, N] (ldc; a column range of a wider matrix is fine),
+//   bias [N] or null. K and N multiples of 4, lda / ldw / ldc multiples of 4, every pointer 16-byte
+//   aligned (16-byte copies and float2 stores); M, N, K otherwise free (tiles past the edges are
+//   zero-filled). A product with B stored [K, N] is this one with W = B^T, which the caller makes
+//   (B is a weight matrix in every use of the engine: a small copy).
 //
-// Tiling: a block of 256 threads computes a 128 x 128 tile of C in k steps of 16; its 8 warps
-// form a 2 x 4 grid of 64 x 32 warp tiles (4 x 4 mma tiles of 16 x 8). Global -> registers ->
-// shared memory, double-buffered: the next k step's loads are in flight while this one computes.
-// Shared rows are padded so that the fragment loads of a warp hit 32 different banks.
+// Tiling: a block of 256 threads computes a 128 x 128 tile of C in k steps of 32; its 8 warps
+// form a 2 x 4 grid of 64 x 32 warp tiles (4 x 4 mma tiles of 16 x 8). The k steps stream from
+// global to shared memory by cp.async in kStages stages, so kStages - 1 of them are in flight
+// while one is computed.
+//
+// Fragment loads: the GEMM sums over k, so the order in which an mma sees the k's is free as long
+// as A and W use the same one. Thread (gid, tig) of a warp takes, for each 16 k's of a step, the
+// four adjacent k's 4 tig .. 4 tig + 3: k 4 tig and 4 tig + 1 as its fragment slots tig and tig + 4
+// of the first mma, 4 tig + 2 and + 3 of the second. So one 16-byte shared load gives a row's
+// values for two mma's (where the textbook order needs four 4-byte loads). A tile row is 32 floats,
+// the 32 banks; its 16-byte chunks are stored at chunk ^ (4 (row & 1)), so that the 8 threads of
+// a quarter warp (two rows, four chunks each) hit 8 different chunk slots.
 #pragma once
 
 #if defined(__CUDACC__)  // nvcc (the engine's CUDA builds compile with nvcc_wrapper)
@@ -37,17 +44,21 @@ namespace edgeframe::kk::tc {
 
 struct GemmArgs {
   const float* a = nullptr;
-  const float* b = nullptr;
+  const float* w = nullptr;
   const float* bias = nullptr;  // [N] or null
   float* c = nullptr;
-  long long lda = 0, ldb = 0, ldc = 0;
+  long long lda = 0, ldw = 0, ldc = 0;
   int m = 0, n = 0, k = 0;
-  bool b_kn = false;  // B stored [K, N]; else as W [N, K]
 };
 
-constexpr int kTileM = 128, kTileN = 128, kTileK = 16, kThreads = 256;
-constexpr int kPadK = kTileK + 4;   // row length of a [rows][k] shared tile: conflict-free fragment loads
-constexpr int kPadN = kTileN + 8;   // row length of a [k][n] shared tile: the same for B stored [K, N]
+constexpr int kTileM = 128, kTileN = 128, kTileK = 32, kStages = 3, kThreads = 256;
+constexpr int kChunks = kTileK / 4;  // 16-byte chunks per tile row
+// one stage: the A tile, then the W tile, each [128 rows][32 k] floats
+constexpr int kStageFloats = (kTileM + kTileN) * kTileK;
+constexpr int kSharedBytes = kStages * kStageFloats * 4;  // 96 kB: above the 48 kB default, opted into
+
+// Where chunk c of tile row r lives, in floats from the tile's start.
+__device__ __forceinline__ int chunk_at(int r, int c) { return r * kTileK + ((c ^ ((r & 1) << 2)) << 2); }
 
 // x -> TF32 (round to nearest, ties away), as a 32-bit pattern for mma.
 __device__ __forceinline__ std::uint32_t to_tf32(float x) {
@@ -56,20 +67,12 @@ __device__ __forceinline__ std::uint32_t to_tf32(float x) {
   return r;
 }
 
-// x = big + small with big = TF32(x) and small = TF32(x - big) (x - big is exact in fp32).
-__device__ __forceinline__ void split_tf32(float x, std::uint32_t& big, std::uint32_t& small) {
-  big = to_tf32(x);
-  small = to_tf32(x - __uint_as_float(big));
-}
-
-// An fp32 operand value as the kernel's mma wants it: split (kTerms 3) or rounded (kTerms 1, small
-// left unset).
+// An fp32 operand value as the kernel's mma wants it: x = big + small with big = TF32(x) and
+// small = TF32(x - big) (x - big is exact in fp32) for kTerms 3; rounded, small unset, for 1.
 template <int kTerms>
 __device__ __forceinline__ void to_operand(float x, std::uint32_t& big, std::uint32_t& small) {
-  if constexpr (kTerms == 3)
-    split_tf32(x, big, small);
-  else
-    big = to_tf32(x);
+  big = to_tf32(x);
+  if constexpr (kTerms == 3) small = to_tf32(x - __uint_as_float(big));
 }
 
 // d += a b for one 16 x 8 x 8 tile (PTX ISA, "Matrix fragments for mma.m16n8k8" with .tf32).
@@ -81,142 +84,117 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const std::uint32_t (&a)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-template <bool kBKN>
-struct SharedTiles {
-  float a[2][kTileM][kPadK];
-  // B as [n][k] (stored W [N, K]) or [k][n] (stored [K, N]), whichever its global rows give.
-  float b[2][kBKN ? kTileK : kTileN][kBKN ? kPadN : kPadK];
-};
-
-// One k step's global loads of a thread: two float4 of A and two of B (512 float4 each per tile).
-struct Staged {
-  float4 a[2], b[2];
-};
-
-__device__ __forceinline__ float4 load4(const float* p, bool ok) {
-  return ok ? *reinterpret_cast<const float4*>(p) : make_float4(0.f, 0.f, 0.f, 0.f);
+// 16 bytes global -> shared without passing through registers; ok false writes zeros (a source
+// size of 0 reads nothing, so src need only be some valid address).
+__device__ __forceinline__ void copy16(float* dst, const float* src, bool ok) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(ok ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void copies_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void copies_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
-// Where A's elements come from: PlainA reads A [M, K] at row stride lda. Another loader (a type
-// with the same load) computes them from other tensors as the tile is loaded, which is how a
-// producer pass can be fused into the GEMM (bench/tensor_core_gemm_bench.cu measures one: the
-// SO(2) gate in the second linear's A).
-struct PlainA {
-  __device__ __forceinline__ float4 load(const GemmArgs& g, int gm, int gk, bool ok) const {
-    return load4(g.a + gm * g.lda + gk, ok);
-  }
-};
-
-template <bool kBKN, class ALoad>
-__device__ __forceinline__ void load_global(const GemmArgs& g, const ALoad& aload, int m0, int n0, int k0, Staged& s) {
-  const int t = threadIdx.x;
-  for (int i = 0; i < 2; ++i) {
-    const int idx = t + i * kThreads;  // 0..511
-    // A (and B stored [N, K]): 128 rows of 16, a row's 4 float4 on 4 neighbouring threads
-    const int row = idx >> 2, kq = (idx & 3) * 4;
-    const int gm = m0 + row, gk = k0 + kq;
-    s.a[i] = aload.load(g, gm, gk, gm < g.m && gk < g.k);
-    if constexpr (kBKN) {
-      // B stored [K, N]: 16 rows of 128, a row's 32 float4 on one warp
-      const int kr = idx >> 5, nq = (idx & 31) * 4;
-      const int gkb = k0 + kr, gn = n0 + nq;
-      s.b[i] = load4(g.b + gkb * g.ldb + gn, gkb < g.k && gn < g.n);
-    } else {
-      const int gn = n0 + row;
-      s.b[i] = load4(g.b + gn * g.ldb + gk, gn < g.n && gk < g.k);
-    }
+// One k step's tiles into a stage: 1024 chunks of A and 1024 of W, four of each per thread, a
+// tile row's 8 chunks on 8 neighbouring threads.
+__device__ __forceinline__ void load_stage(const GemmArgs& g, float* stage, int m0, int n0, int k0) {
+  float* sa = stage;
+  float* sw = stage + kTileM * kTileK;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int idx = threadIdx.x + i * kThreads;
+    const int r = idx / kChunks, c = idx % kChunks;
+    const int gk = k0 + c * 4;
+    const int gm = m0 + r, gn = n0 + r;
+    const bool ka = gk < g.k;
+    copy16(sa + chunk_at(r, c), ka && gm < g.m ? g.a + gm * g.lda + gk : g.a, ka && gm < g.m);
+    copy16(sw + chunk_at(r, c), ka && gn < g.n ? g.w + gn * g.ldw + gk : g.w, ka && gn < g.n);
   }
 }
 
-template <bool kBKN>
-__device__ __forceinline__ void store_shared(SharedTiles<kBKN>& sh, int buf, const Staged& s) {
-  const int t = threadIdx.x;
-  for (int i = 0; i < 2; ++i) {
-    const int idx = t + i * kThreads;
-    const int row = idx >> 2, kq = (idx & 3) * 4;
-    *reinterpret_cast<float4*>(&sh.a[buf][row][kq]) = s.a[i];
-    if constexpr (kBKN)
-      *reinterpret_cast<float4*>(&sh.b[buf][idx >> 5][(idx & 31) * 4]) = s.b[i];
-    else
-      *reinterpret_cast<float4*>(&sh.b[buf][row][kq]) = s.b[i];
-  }
-}
-
-template <bool kBKN>
-__device__ __forceinline__ float b_at(const SharedTiles<kBKN>& sh, int buf, int k, int n) {
-  if constexpr (kBKN)
-    return sh.b[buf][k][n];
-  else
-    return sh.b[buf][n][k];
-}
-
-template <int kTerms, bool kBKN, class ALoad>
-__global__ void __launch_bounds__(kThreads) gemm_kernel(const GemmArgs g, const ALoad aload) {
+template <int kTerms>
+__global__ void __launch_bounds__(kThreads, 1) gemm_kernel(const GemmArgs g) {
   static_assert(kTerms == 1 || kTerms == 3, "tensor_core_gemm: 1 (TF32) or 3 (3xTF32) terms");
-  __shared__ __align__(16) SharedTiles<kBKN> sh;
+  extern __shared__ __align__(16) float smem[];
   const int tiles_n = (g.n + kTileN - 1) / kTileN;
   // Consecutive blocks share their A rows (n fastest), so A comes from L2 after its first read.
   const long long tile = blockIdx.x;
   const int m0 = int(tile / tiles_n) * kTileM, n0 = int(tile % tiles_n) * kTileN;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int gid = lane >> 2, tig = lane & 3;       // fragment row group, thread in group
+  const int gid = lane >> 2, tig = lane & 3;  // fragment row group, thread in group
   const int wm = (warp >> 2) * 64, wn = (warp & 3) * 32;
+  const int k_steps = (g.k + kTileK - 1) / kTileK;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < k_steps) load_stage(g, smem + s * kStageFloats, m0, n0, s * kTileK);
+    copies_commit();  // an empty group where there is no step: the wait below counts groups
+  }
 
   float acc[4][4][4] = {};
-  Staged st;
-  load_global<kBKN>(g, aload, m0, n0, 0, st);
-  store_shared<kBKN>(sh, 0, st);
-  __syncthreads();
-  const int k_steps = (g.k + kTileK - 1) / kTileK;
   for (int ks = 0; ks < k_steps; ++ks) {
-    const int buf = ks & 1;
-    const bool more = ks + 1 < k_steps;
-    if (more) load_global<kBKN>(g, aload, m0, n0, (ks + 1) * kTileK, st);
-#pragma unroll
-    for (int kk = 0; kk < kTileK; kk += 8) {
-      float part[4][4][4] = {};  // these 8 k's three products (3xTF32), then added to acc
-      std::uint32_t a_big[4][4], a_small[4][4], b_big[4][2], b_small[4][2];
+    copies_wait<kStages - 2>();  // step ks has landed (this thread's copies) ...
+    __syncthreads();             // ... everyone's, and step ks - 1's stage is free to refill
+    if (ks + kStages - 1 < k_steps)
+      load_stage(g, smem + ((ks + kStages - 1) % kStages) * kStageFloats, m0, n0, (ks + kStages - 1) * kTileK);
+    copies_commit();
+    const float* sa = smem + (ks % kStages) * kStageFloats;
+    const float* sw = sa + kTileM * kTileK;
+#pragma unroll 1  // unrolled, the 3xTF32 form's operands of both halves spill
+    for (int half = 0; half < 2; ++half) {
+      const int chunk = half * 4 + tig;
+      float4 fa[4][2], fw[4];
 #pragma unroll
       for (int mt = 0; mt < 4; ++mt) {
         const int r = wm + mt * 16 + gid;
-        const float v[4] = {sh.a[buf][r][kk + tig], sh.a[buf][r + 8][kk + tig], sh.a[buf][r][kk + tig + 4],
-                            sh.a[buf][r + 8][kk + tig + 4]};
-#pragma unroll
-        for (int q = 0; q < 4; ++q) to_operand<kTerms>(v[q], a_big[mt][q], a_small[mt][q]);
+        fa[mt][0] = *reinterpret_cast<const float4*>(sa + chunk_at(r, chunk));
+        fa[mt][1] = *reinterpret_cast<const float4*>(sa + chunk_at(r + 8, chunk));
       }
 #pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
-        const int c = wn + nt * 8 + gid;
-        const float v[2] = {b_at<kBKN>(sh, buf, kk + tig, c), b_at<kBKN>(sh, buf, kk + tig + 4, c)};
+      for (int nt = 0; nt < 4; ++nt)
+        fw[nt] = *reinterpret_cast<const float4*>(sw + chunk_at(wn + nt * 8 + gid, chunk));
 #pragma unroll
-        for (int q = 0; q < 2; ++q) to_operand<kTerms>(v[q], b_big[nt][q], b_small[nt][q]);
-      }
-#pragma unroll
-      for (int mt = 0; mt < 4; ++mt)
+      for (int step = 0; step < 2; ++step) {
+        // this mma's two k's of the thread: components 2 step and 2 step + 1 of its chunk
+        const auto lo = [step](const float4& v) { return step ? v.z : v.x; };
+        const auto hi = [step](const float4& v) { return step ? v.w : v.y; };
+        std::uint32_t w_big[4][2], w_small[4][2];
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt) {
+          to_operand<kTerms>(lo(fw[nt]), w_big[nt][0], w_small[nt][0]);
+          to_operand<kTerms>(hi(fw[nt]), w_big[nt][1], w_small[nt][1]);
+        }
+#pragma unroll
+        for (int mt = 0; mt < 4; ++mt) {
+          std::uint32_t a_big[4], a_small[4];
+          to_operand<kTerms>(lo(fa[mt][0]), a_big[0], a_small[0]);  // row gid, slot tig
+          to_operand<kTerms>(lo(fa[mt][1]), a_big[1], a_small[1]);  // row gid + 8, slot tig
+          to_operand<kTerms>(hi(fa[mt][0]), a_big[2], a_small[2]);  // row gid, slot tig + 4
+          to_operand<kTerms>(hi(fa[mt][1]), a_big[3], a_small[3]);  // row gid + 8, slot tig + 4
           if constexpr (kTerms == 3) {
-            // the small terms first, the big one last: only the last add rounds at the part's
-            // full size (toward zero, by at most one ulp of these 8 k's sum)
-            mma_tf32(part[mt][nt], a_big[mt], b_small[nt]);
-            mma_tf32(part[mt][nt], a_small[mt], b_big[nt]);
-            mma_tf32(part[mt][nt], a_big[mt], b_big[nt]);
+            float part[4][4] = {};  // these 8 k's three products of the row's 4 tiles, then added to acc
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt) {
+              // the small terms first, the big one last: only the last add rounds at the part's
+              // full size (toward zero, by at most one ulp of these 8 k's sum)
+              mma_tf32(part[nt], a_big, w_small[nt]);
+              mma_tf32(part[nt], a_small, w_big[nt]);
+              mma_tf32(part[nt], a_big, w_big[nt]);
+            }
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+              for (int q = 0; q < 4; ++q) acc[mt][nt][q] += part[nt][q];
           } else {
-            mma_tf32(acc[mt][nt], a_big[mt], b_big[nt]);
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt) mma_tf32(acc[mt][nt], a_big, w_big[nt]);
           }
         }
-      if constexpr (kTerms == 3) {
-#pragma unroll
-        for (int mt = 0; mt < 4; ++mt)
-#pragma unroll
-          for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-            for (int q = 0; q < 4; ++q) acc[mt][nt][q] += part[mt][nt][q];
       }
     }
-    if (more) store_shared<kBKN>(sh, buf ^ 1, st);
-    __syncthreads();
   }
+  copies_wait<0>();  // no copy outlives the block (the last groups are empty)
 
 #pragma unroll
   for (int mt = 0; mt < 4; ++mt)
@@ -238,21 +216,22 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const GemmArgs g, const 
 // Whether the kernel takes these shapes and addresses (see the header comment).
 inline bool gemm_applies(const GemmArgs& g) {
   auto aligned = [](const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; };
-  return g.m >= 0 && g.n > 0 && g.k > 0 && g.n % 4 == 0 && g.k % 4 == 0 && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
-         g.ldc % 4 == 0 && aligned(g.a) && aligned(g.b) && aligned(g.c);
+  return g.m >= 0 && g.n > 0 && g.k > 0 && g.n % 4 == 0 && g.k % 4 == 0 && g.lda % 4 == 0 && g.ldw % 4 == 0 &&
+         g.ldc % 4 == 0 && aligned(g.a) && aligned(g.w) && aligned(g.c);
 }
 
-// Launches C = A B (+ bias) on `stream`; false, having launched nothing, where gemm_applies says no.
-template <int kTerms, class ALoad = PlainA>
-bool gemm(const GemmArgs& g, cudaStream_t stream, const ALoad& aload = {}) {
+// Launches C = A W^T (+ bias) on `stream`; false, having launched nothing, where gemm_applies says
+// no. A launch error (resources, a device without sm_80's instructions) is left for the caller's
+// check (cudaGetLastError).
+template <int kTerms>
+bool gemm(const GemmArgs& g, cudaStream_t stream) {
   if (!gemm_applies(g)) return false;
   if (g.m == 0) return true;
   const long long tiles = (long long)((g.m + kTileM - 1) / kTileM) * ((g.n + kTileN - 1) / kTileN);
   if (tiles > 0x7fffffffLL) return false;
-  if (g.b_kn)
-    gemm_kernel<kTerms, true, ALoad><<<unsigned(tiles), kThreads, 0, stream>>>(g, aload);
-  else
-    gemm_kernel<kTerms, false, ALoad><<<unsigned(tiles), kThreads, 0, stream>>>(g, aload);
+  // per device and cheap: set at every launch rather than tracked
+  cudaFuncSetAttribute(gemm_kernel<kTerms>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
+  gemm_kernel<kTerms><<<unsigned(tiles), kThreads, kSharedBytes, stream>>>(g);
   return true;
 }
 

@@ -8,6 +8,7 @@
 #ifdef KOKKOS_ENABLE_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
 
 #include "tensor_core_gemm.hpp"
 #endif
@@ -32,19 +33,16 @@ bool gemm_tf32x3_tensor_cores(torch::Tensor& out, const torch::Tensor& a, const 
     return false;
   if (a.size(1) != b.size(0) || out.size(0) != a.size(0) || out.size(1) != b.size(1)) return false;
   if (a.stride(1) != 1 || out.stride(1) != 1) return false;
-  if (a.size(0) > 0x7fffffff) return false;  // the kernel's row index is an int
+  if (a.size(0) > 0x7fffff00) return false;  // the kernel's row index is an int, with a tile's rows added
+  // The kernel takes B as W^T with W [N, K] row-major: b = w^T of a linear layer's weight as it
+  // is; a row-major b [K, N] (a weight in a backward) is copied into that form (a small copy),
+  // after every check, so that a declined product has done nothing.
+  const bool copy_b = b.stride(0) != 1;
+  if (copy_b && b.stride(1) != 1) return false;
   kk::tc::GemmArgs g;
-  if (b.stride(1) == 1) {
-    g.b_kn = true;
-    g.ldb = b.stride(0);
-  } else if (b.stride(0) == 1) {
-    g.b_kn = false;  // b = w^T of a row-major w [N, K]
-    g.ldb = b.stride(1);
-  } else {
-    return false;
-  }
   g.a = a.data_ptr<float>();
-  g.b = b.data_ptr<float>();
+  g.w = b.data_ptr<float>();  // the copy, where one is made, is 16-byte aligned as b must be here
+  g.ldw = copy_b ? b.size(0) : b.stride(1);
   g.bias = bias.defined() ? bias.data_ptr<float>() : nullptr;
   g.c = out.data_ptr<float>();
   g.lda = a.stride(0);
@@ -52,6 +50,14 @@ bool gemm_tf32x3_tensor_cores(torch::Tensor& out, const torch::Tensor& a, const 
   g.m = static_cast<int>(a.size(0));
   g.n = static_cast<int>(b.size(1));
   g.k = static_cast<int>(a.size(1));
+  if (!kk::tc::gemm_applies(g)) return false;
+  if (g.m == 0) return true;
+  const c10::cuda::CUDAGuard device(a.device());  // the attribute and the launch go to a's device
+  torch::Tensor w;
+  if (copy_b) {
+    w = b.t().contiguous();
+    g.w = w.data_ptr<float>();
+  }
   if (!kk::tc::gemm<3>(g, at::cuda::getCurrentCUDAStream(a.device().index()).stream())) return false;
   // A launch that failed (resources, a device that lacks sm_80's instructions) throws here
   // instead of leaving out unwritten.
