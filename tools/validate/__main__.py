@@ -3,7 +3,7 @@ potential its data were made with, on the same structures; writes <out>/report.m
 section), <out>/results.json and PNG plots. Method and targets: doc/validation.md.
 
     source $(scripts/bootstrap.sh --print-env)
-    $EDGEFRAME_PYTHON tools/validate --element C --potential potentials/C-diamond.safetensors \\
+    $EDGEFRAME_PYTHON tools/validate --element C --potential potentials/C-diamond-v2.safetensors \\
         --out validate-C [--sections eos phonons] [--quick]
 """
 import argparse

@@ -2,8 +2,8 @@
 """Cubic elastic constants C11, C12, C44 in LAMMPS: edgeframe plugin vs the classical potential.
 
     source $(scripts/bootstrap.sh --print-env)
-    $EDGEFRAME_PYTHON tools/validate/elastic.py --element C --potential potentials/C-diamond.safetensors
-    $EDGEFRAME_PYTHON tools/validate/elastic.py --element Cu --potential potentials/Cu.safetensors
+    $EDGEFRAME_PYTHON tools/validate/elastic.py --element C --potential potentials/C-diamond-v2.safetensors
+    $EDGEFRAME_PYTHON tools/validate/elastic.py --element Cu --potential potentials/Cu-v2.safetensors
         [--plugin build/src/lammps/edgeframeplugin.so] [--relax] [--out elastic-Cu.json]
 
 Supercell of the conventional cubic cell (diamond 3^3 = 216 atoms, fcc 3^3 = 108, bcc 4^3 = 128)

@@ -2,9 +2,9 @@
 """NVT stability of a potential in LAMMPS (the edgeframe plugin), with the classical run beside it.
 
     source $(scripts/bootstrap.sh --print-env)
-    $EDGEFRAME_PYTHON tools/validate/md_nvt.py --element C --potential potentials/C-diamond.safetensors \
+    $EDGEFRAME_PYTHON tools/validate/md_nvt.py --element C --potential potentials/C-diamond-v2.safetensors \
         --lattice diamond --reps 3 --temps 300 1500 --steps 2000 --dt 0.001
-    $EDGEFRAME_PYTHON tools/validate/md_nvt.py --element Cu --potential potentials/Cu.safetensors \
+    $EDGEFRAME_PYTHON tools/validate/md_nvt.py --element Cu --potential potentials/Cu-v2.safetensors \
         --lattice fcc --reps 3 --temps 300 1500 --steps 2000 --dt 0.001 [--classical] [--out md.json]
 
 Crystal at the classical relaxed lattice constant, rattled by 0.02 A (the perfect lattice is a
