@@ -29,20 +29,23 @@ def noisy(k, t):
     return t if k == 0 else t * (1 + args.sigma * torch.randn(t.shape, dtype=t.dtype, generator=gen))
 
 
+is_v2 = potential_io.format_version(args.potential) == potential_io_v2.FORMAT_VERSION_V2
+if is_v2:
+    cfg, base, meta = potential_io_v2.read_potential_v2(args.potential)
+else:  # model v1: perturbed in place from its own weights, kept here
+    model = potential_io.load_model(args.potential)
+    base = {name: p.detach().clone() for name, p in model.named_parameters()}
 for k in range(args.members):
     path = Path(args.out) / f"member{k}.safetensors"
     note = f"example ensemble member {k}: weights x (1 + {args.sigma} N(0,1))"
-    if potential_io.format_version(args.potential) == potential_io_v2.FORMAT_VERSION_V2:
-        cfg, tensors, meta = potential_io_v2.read_potential_v2(args.potential)
-        tensors = {name: noisy(k, t.to(torch.float64)) for name, t in tensors.items()}
+    if is_v2:
+        tensors = {name: noisy(k, t.to(torch.float64)) for name, t in base.items()}
         potential_io_v2.write_potential_v2(path, cfg, tensors, dtype=meta["dtype"],
                                            provenance=dict(meta["provenance"], note=note))
-    else:  # model v1
-        base = potential_io.load_model(args.potential)
-        model = potential_io.load_model(args.potential)
+    else:
         with torch.no_grad():
-            for p in model.parameters():
-                p.copy_(noisy(k, p))
-        potential_io.write_potential(path, model, dtype=base.meta["dtype"], trained_precision=base.meta["trained_precision"],
-                                     provenance=dict(base.meta.get("provenance", {}), note=note))
+            for name, p in model.named_parameters():
+                p.copy_(noisy(k, base[name]))
+        potential_io.write_potential(path, model, dtype=model.meta["dtype"], trained_precision=model.meta["trained_precision"],
+                                     provenance=dict(model.meta.get("provenance", {}), note=note))
     print(f"wrote {path}")
