@@ -383,12 +383,8 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
   const int N = int(c.species.size());
   // A case file holds the species indices of the potential it was made for (bench/v2_cases.py:
   // model v2's Z - 1); another potential's species list may not reach them.
-  const int n_species = int(pot.config.species.size());
-  for (int a = 0; a < N; ++a)
-    if (c.species[a] < 0 || c.species[a] >= n_species)
-      throw std::runtime_error("case file " + case_path + ": atom " + std::to_string(a) + " has species index " +
-                               std::to_string(c.species[a]) + ", but " + potential_path + " has " +
-                               std::to_string(n_species) + " species; make the case for this potential");
+  pot.check_species_indices(c.species.data(), c.species.size(),
+                            "case file " + case_path + " (make the case for this potential)");
   const DeviceCase d = upload(c);
   const auto& x = d.x;
   Evaluator ev(pot, options);

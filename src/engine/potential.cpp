@@ -488,4 +488,13 @@ std::vector<int> Potential::species_map(const std::vector<std::string>& elements
   return out;
 }
 
+void Potential::check_species_indices(const int* species, std::size_t n, const std::string& source) const {
+  const std::size_t n_species = config.species.size();
+  for (std::size_t a = 0; a < n; ++a)
+    if (species[a] < 0 || static_cast<std::size_t>(species[a]) >= n_species)
+      throw InputError(source + ": atom " + std::to_string(a) + " has species index " + std::to_string(species[a]) +
+                       ", but potential " + path + " has species 0.." + std::to_string(n_species - 1) +
+                       (format_version == kFormatVersionV2 ? " (model v2: index = Z - 1)" : ""));
+}
+
 }  // namespace edgeframe

@@ -74,6 +74,10 @@ struct Potential {
   // pair_coeff mapping: element symbols (one per LAMMPS type, "NULL" allowed) -> species index
   // or -1 for NULL. Throws InputError naming the element and listing the species.
   std::vector<int> species_map(const std::vector<std::string>& elements) const;
+  // Species indices given as arrays (the bench's case files, the Python module) must index this
+  // potential's species list; the kernels read per-species tables without a bounds check. Throws
+  // InputError naming `source`, the first atom outside the range and the valid range.
+  void check_species_indices(const int* species, std::size_t n, const std::string& source) const;
 };
 
 // Engine limits beyond the format: the kernels are compiled for lmax <= kMaxLmax, and sizes are

@@ -108,6 +108,14 @@ class Model {
     check_shape(pair_i, {p}, "pair_i");
     check_shape(pair_j, {p}, "pair_j");
     check_shape(shifts, {p, 3}, "shifts");
+    m_potential->check_species_indices(species.data(), std::size_t(n), "Model.compute species");
+    // The kernels index atoms by these without a bounds check.
+    for (const auto& [arr, name] : {std::pair{&pair_i, "pair_i"}, std::pair{&pair_j, "pair_j"}})
+      for (int k = 0; k < p; ++k)
+        if (arr->data()[k] < 0 || arr->data()[k] >= n)
+          throw edgeframe::InputError(std::string("Model.compute ") + name + ": pair " + std::to_string(k) +
+                                      " has atom index " + std::to_string(arr->data()[k]) + ", outside 0.." +
+                                      std::to_string(n - 1));
 
     // The engine's autograd must run without the GIL (torch's Python engine refuses it otherwise,
     // when torch is imported in this process); the numpy arrays are read and made with it.

@@ -110,3 +110,24 @@ def test_bad_file_and_device_are_value_errors(tmp_path, small_model, edgeframe_m
     other = "cuda" if edgeframe_module.execution_space() != "Cuda" else "cpu"
     with pytest.raises(ValueError, match=f"device '{other}' is not this build's"):
         edgeframe_module.Calculator(path, device=other)
+
+
+def test_model_compute_rejects_species_and_pair_indices_out_of_range(small_model, edgeframe_module):
+    # Model.compute takes species and pair indices as arrays; one outside the potential's species
+    # list or the structure's atoms would be read past a table by the kernels.
+    _, path = small_model
+    model = edgeframe_module.Model(str(path), "fp64")
+    x = np.array([[0.0, 0.0, 0.0], [1.5, 0.0, 0.0]])
+    pair_i, pair_j = np.array([0, 1], np.int32), np.array([1, 0], np.int32)
+    shifts = np.zeros((2, 3))
+    ok = model.compute(x, np.array([0, 1], np.int32), pair_i, pair_j, shifts, energies=True, virial=False)
+    assert np.all(np.isfinite(ok["forces"]))
+    n_species = len(model.elements)
+    with pytest.raises(ValueError, match=rf"species: atom 1 has species index {n_species}, but potential .* "
+                                         rf"has species 0..{n_species - 1}"):
+        model.compute(x, np.array([0, n_species], np.int32), pair_i, pair_j, shifts, energies=True, virial=False)
+    with pytest.raises(ValueError, match="species: atom 0 has species index -1"):
+        model.compute(x, np.array([-1, 0], np.int32), pair_i, pair_j, shifts, energies=True, virial=False)
+    with pytest.raises(ValueError, match=r"pair_j: pair 1 has atom index 2, outside 0..1"):
+        model.compute(x, np.array([0, 1], np.int32), pair_i, np.array([1, 2], np.int32), shifts, energies=True,
+                      virial=False)

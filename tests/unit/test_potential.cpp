@@ -490,3 +490,19 @@ TEST(Potential, ReadsThePythonWrittenGoldenModels) {
 }
 
 }  // namespace
+
+TEST(Potential, SpeciesIndicesOutsideTheSpeciesListAreAnInputErrorNamingTheAtom) {
+  const auto pot = parse(make_file(small_meta()));  // species C, Cu
+  const std::vector<int> good{0, 1, 1, 0};
+  EXPECT_NO_THROW(pot.check_species_indices(good.data(), good.size(), "case file x.case"));
+  for (const int bad : {2, -1}) {
+    const std::vector<int> species{0, 1, bad, 0};
+    try {
+      pot.check_species_indices(species.data(), species.size(), "case file x.case");
+      ADD_FAILURE() << bad;
+    } catch (const InputError& err) {
+      EXPECT_EQ(std::string(err.what()), "case file x.case: atom 2 has species index " + std::to_string(bad) +
+                                              ", but potential test.safetensors has species 0..1");
+    }
+  }
+}
