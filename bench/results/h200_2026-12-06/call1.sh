@@ -21,11 +21,11 @@ for t in 1 3; do
 done
 timeout 120 /tmp/tcgemm --reps 20 > "$R/gemm-bench.txt" 2>&1; echo "bench rc $?"; cat "$R/gemm-bench.txt"
 pack
-# The second shape of the table is so2_1 m1 fwd; each kernel's first launch there is its warm-up.
-# launch-skip counts launches of the kernels that -k matches: per shape, 1 warm-up + reps of each.
+# The second shape of the table is so2_1 m1 fwd. launch-skip counts launches of the kernel that -k
+# matches: per shape, one for the accuracy check and --reps timed ones; so 4 = its first timed one.
 for t in 3 1; do
   timeout 200 ncu --clock-control none --set full --import-source yes \
-    -k "regex:gemm_kernel<$t>|gemm_kernelILi${t}E" --launch-skip 3 --launch-count 1 \
+    --kernel-name-base mangled -k "regex:gemm_kernelILi${t}E" --launch-skip 4 --launch-count 1 \
     -o "$R/ncu-$t" /tmp/tcgemm --m 65536 --reps 2 > "$R/ncu-$t.log" 2>&1
   echo "ncu kTerms $t rc $? at $((SECONDS - T0)) s"; tail -3 "$R/ncu-$t.log"
   ncu --import "$R/ncu-$t.ncu-rep" --page details --print-units base > "$R/ncu-$t-details.txt" 2>&1
