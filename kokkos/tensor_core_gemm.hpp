@@ -6,9 +6,9 @@
 // into their fp32 accumulator rounding toward zero (Ootomo and Yokota, "Recovering single
 // precision accuracy from Tensor Cores while surpassing the FP32 theoretical peak performance",
 // IJHPCA 2022), which over K = 1024 would bias a sum well beyond fp32's error; so the three
-// products of each 8 k's are summed by the tensor cores from zero, small terms first, and added to
-// the running sum by an ordinary fp32 add (round to nearest): one rounding toward zero per 8 k's,
-// of at most an ulp of their own sum. kTerms = 1 keeps only big_A big_B, summed directly: plain
+// products of each 16 k's (two mma's of 8) are summed by the tensor cores from zero, small terms
+// first in each, and added to the running sum by an ordinary fp32 add (round to nearest): six
+// roundings toward zero per 16 k's, each of at most an ulp of a partial sum of those 16 k's. kTerms = 1 keeps only big_A big_B, summed directly: plain
 // TF32, for measuring the tile loop itself.
 //
 // Why a kernel of our own: formed from torch ops (gemm.cpp's fallback) the split costs two passes
@@ -60,19 +60,23 @@ constexpr int kSharedBytes = kStages * kStageFloats * 4;  // 96 kB: above the 48
 // Where chunk c of tile row r lives, in floats from the tile's start.
 __device__ __forceinline__ int chunk_at(int r, int c) { return r * kTileK + ((c ^ ((r & 1) << 2)) << 2); }
 
-// x -> TF32 (round to nearest, ties away), as a 32-bit pattern for mma.
-__device__ __forceinline__ std::uint32_t to_tf32(float x) {
-  std::uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return r;
-}
+// x -> its TF32 head, rounded to nearest with ties away from zero, as a 32-bit pattern for mma:
+// half a TF32 ulp added to the magnitude bits (the sign bit is apart; a carry into the exponent
+// is the correct rounding), then the 13 bits that TF32 does not keep cleared. Two integer
+// operations, where cvt.rna.tf32.f32 compiles to four on sm_90 (an infinity test and a select
+// besides); finite x get the same value (an infinity stays one; a NaN may come out infinite,
+// still not finite).
+__device__ __forceinline__ std::uint32_t tf32_head(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
 
-// An fp32 operand value as the kernel's mma wants it: x = big + small with big = TF32(x) and
-// small = TF32(x - big) (x - big is exact in fp32) for kTerms 3; rounded, small unset, for 1.
+// An fp32 operand value as the kernel's mma wants it: x = big + small with big = the TF32 head of
+// x and small = x - big (exact in fp32), for kTerms 3; big only, for 1. small is handed over as
+// fp32: the tensor cores read the 10 leading mantissa bits of a TF32 operand and ignore the 13
+// below, so small is truncated there, an error of at most 2^-10 of small, i.e. 2^-21 of x (its
+// own rounding to nearest would halve that, at two more instructions per value).
 template <int kTerms>
 __device__ __forceinline__ void to_operand(float x, std::uint32_t& big, std::uint32_t& small) {
-  big = to_tf32(x);
-  if constexpr (kTerms == 3) small = to_tf32(x - __uint_as_float(big));
+  big = tf32_head(x);
+  if constexpr (kTerms == 3) small = __float_as_uint(x - __uint_as_float(big));
 }
 
 // d += a b for one 16 x 8 x 8 tile (PTX ISA, "Matrix fragments for mma.m16n8k8" with .tf32).
@@ -154,43 +158,44 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_kernel(const GemmArgs g) {
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt)
         fw[nt] = *reinterpret_cast<const float4*>(sw + chunk_at(wn + nt * 8 + gid, chunk));
+      // this mma's two k's of the thread: components 2 step and 2 step + 1 of its chunk
+      const auto lo = [](const float4& v, int step) { return step ? v.z : v.x; };
+      const auto hi = [](const float4& v, int step) { return step ? v.w : v.y; };
+      std::uint32_t w_big[2][4][2], w_small[2][4][2];
 #pragma unroll
-      for (int step = 0; step < 2; ++step) {
-        // this mma's two k's of the thread: components 2 step and 2 step + 1 of its chunk
-        const auto lo = [step](const float4& v) { return step ? v.z : v.x; };
-        const auto hi = [step](const float4& v) { return step ? v.w : v.y; };
-        std::uint32_t w_big[4][2], w_small[4][2];
+      for (int step = 0; step < 2; ++step)
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt) {
-          to_operand<kTerms>(lo(fw[nt]), w_big[nt][0], w_small[nt][0]);
-          to_operand<kTerms>(hi(fw[nt]), w_big[nt][1], w_small[nt][1]);
+          to_operand<kTerms>(lo(fw[nt], step), w_big[step][nt][0], w_small[step][nt][0]);
+          to_operand<kTerms>(hi(fw[nt], step), w_big[step][nt][1], w_small[step][nt][1]);
         }
 #pragma unroll
-        for (int mt = 0; mt < 4; ++mt) {
+      for (int mt = 0; mt < 4; ++mt) {
+        float part[4][4] = {};  // these 16 k's products of the row's 4 tiles, then added to acc
+        // (per 16 k's rather than per 8: half the fp32 adds, a measured 2x of the rounding bias)
+#pragma unroll
+        for (int step = 0; step < 2; ++step) {
           std::uint32_t a_big[4], a_small[4];
-          to_operand<kTerms>(lo(fa[mt][0]), a_big[0], a_small[0]);  // row gid, slot tig
-          to_operand<kTerms>(lo(fa[mt][1]), a_big[1], a_small[1]);  // row gid + 8, slot tig
-          to_operand<kTerms>(hi(fa[mt][0]), a_big[2], a_small[2]);  // row gid, slot tig + 4
-          to_operand<kTerms>(hi(fa[mt][1]), a_big[3], a_small[3]);  // row gid + 8, slot tig + 4
-          if constexpr (kTerms == 3) {
-            float part[4][4] = {};  // these 8 k's three products of the row's 4 tiles, then added to acc
+          to_operand<kTerms>(lo(fa[mt][0], step), a_big[0], a_small[0]);  // row gid, slot tig
+          to_operand<kTerms>(lo(fa[mt][1], step), a_big[1], a_small[1]);  // row gid + 8, slot tig
+          to_operand<kTerms>(hi(fa[mt][0], step), a_big[2], a_small[2]);  // row gid, slot tig + 4
+          to_operand<kTerms>(hi(fa[mt][1], step), a_big[3], a_small[3]);  // row gid + 8, slot tig + 4
 #pragma unroll
-            for (int nt = 0; nt < 4; ++nt) {
-              // the small terms first, the big one last: only the last add rounds at the part's
-              // full size (toward zero, by at most one ulp of these 8 k's sum)
-              mma_tf32(part[nt], a_big, w_small[nt]);
-              mma_tf32(part[nt], a_small, w_big[nt]);
-              mma_tf32(part[nt], a_big, w_big[nt]);
+          for (int nt = 0; nt < 4; ++nt) {
+            if constexpr (kTerms == 3) {
+              mma_tf32(part[nt], a_big, w_small[step][nt]);
+              mma_tf32(part[nt], a_small, w_big[step][nt]);
+              mma_tf32(part[nt], a_big, w_big[step][nt]);
+            } else {
+              mma_tf32(acc[mt][nt], a_big, w_big[step][nt]);
             }
-#pragma unroll
-            for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-              for (int q = 0; q < 4; ++q) acc[mt][nt][q] += part[nt][q];
-          } else {
-#pragma unroll
-            for (int nt = 0; nt < 4; ++nt) mma_tf32(acc[mt][nt], a_big, w_big[nt]);
           }
         }
+        if constexpr (kTerms == 3)
+#pragma unroll
+          for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) acc[mt][nt][q] += part[nt][q];
       }
     }
   }

@@ -2,10 +2,10 @@
 # call2.sh's "head" microbenchmark was built while the same script patched kokkos/ for the step,
 # so it measured p2 twice (218 registers, as p2). The committed kernel and p2 again, built one
 # after the other from separate header copies, alternated twice. About 90 s.
-#   OUT=$OUT bash bench/results/h200_2026-12-06/call3.sh
+#   OUT=$OUT bash bench/results/h100_2026-12-06/call3.sh
 set -u
 T0=$SECONDS
-D=bench/results/h200_2026-12-06
+D=bench/results/h100_2026-12-06
 R=/tmp/call3/r
 rm -rf /tmp/call3 /tmp/hdr-head /tmp/hdr-p2; mkdir -p "$R" /tmp/hdr-head /tmp/hdr-p2
 cp kokkos/tensor_core_gemm.hpp /tmp/hdr-head/ && cp kokkos/tensor_core_gemm.hpp /tmp/hdr-p2/ \

@@ -6,10 +6,10 @@
 # scheduler, 7.2 instructions per mma in the 3xTF32 form, of which the splits are about 60 %.
 # The committed kernel's microbenchmark, p1's and p2's, in one run; then p2 applied to this copy
 # of the tree: GPU units, the step in tf32x3 and tf32 with forces against fp64. About 300 s.
-#   OUT=$OUT bash bench/results/h200_2026-12-06/call2.sh
+#   OUT=$OUT bash bench/results/h100_2026-12-06/call2.sh
 set -u
 T0=$SECONDS
-D=bench/results/h200_2026-12-06
+D=bench/results/h100_2026-12-06
 R=/tmp/call2/r    # outside $OUT: only 8 files come back, so they travel as one tarball
 rm -rf /tmp/call2; mkdir -p "$R"
 pack() { tar -C /tmp/call2 -cJf "$OUT/results.tar.xz" r; }

@@ -3,7 +3,7 @@
 # Compute on one launch of each form (3xTF32, kTerms 3; plain TF32 through the same loop, kTerms
 # 1) at one SO(2) shape (so2_1 m1 fwd, K 1024, N 512, M 65536), the microbenchmark's table at
 # the full M for the time, and the kernels' SASS instruction mix. About 120 s.
-#   OUT=$OUT bash bench/results/h200_2026-12-06/call1.sh
+#   OUT=$OUT bash bench/results/h100_2026-12-06/call1.sh
 set -u
 T0=$SECONDS
 R=/tmp/ncu1/r    # outside $OUT: only 8 files come back, so they travel as one tarball
