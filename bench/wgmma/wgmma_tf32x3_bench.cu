@@ -1,0 +1,157 @@
+// The wgmma 3xTF32 prototype (wgmma_tf32x3.cuh) against the engine's mma.sync kernel
+// (kokkos/tensor_core_gemm.hpp) and cuBLAS on model v2's SO(2) GEMM shapes (UMA-S, M = 281 232
+// edges): time (median of --reps, the W split included) and max |C - C_fp64| / max |C_fp64|.
+// Both descriptor readings of LBO / SBO run ("swap"): the one whose error is at fp32's level is
+// the layout the hardware reads. Build and run on a GPU machine:
+//   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Ikokkos -Ibench/wgmma bench/wgmma/wgmma_tf32x3_bench.cu -lcublas -o /tmp/wg
+//   /tmp/wg [--m 281232] [--reps 20]
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "tensor_core_gemm.hpp"
+#include "wgmma_tf32x3.cuh"
+
+#define CHECK_CUDA(x)                                                                  \
+  do {                                                                                 \
+    cudaError_t e_ = (x);                                                              \
+    if (e_ != cudaSuccess) {                                                           \
+      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                    \
+    }                                                                                  \
+  } while (0)
+
+namespace {
+
+__device__ float uniform01(unsigned long long i) {
+  i ^= i >> 33; i *= 0xff51afd7ed558ccdULL; i ^= i >> 33; i *= 0xc4ceb9fe1a85ec53ULL; i ^= i >> 33;
+  return (float(i >> 40) + 0.5f) * (1.0f / 16777216.0f);
+}
+__device__ float normal(unsigned long long i) {
+  return sqrtf(-2.0f * logf(uniform01(2 * i))) * cospif(2.0f * uniform01(2 * i + 1));
+}
+// x = n e^(2 g): a spread of exponents, as the mma.sync kernel's benchmark draws them
+__global__ void fill_mixed(float* x, long long n, unsigned long long seed) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) x[i] = normal(seed * 0x9e3779b97f4a7c15ULL + 2 * i) * expf(2.0f * normal(seed * 0x9e3779b97f4a7c15ULL + 2 * i + 1));
+}
+__global__ void to_double(const float* x, double* y, long long n) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i];
+}
+__global__ void poison(float* x, long long n) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) x[i] = __int_as_float(0x7fc00000);
+}
+__global__ void err_max(const float* c, const double* ref, long long n, double* out) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  double d = fabs(double(c[i]) - ref[i]);
+  if (!(d == d)) d = 1e300;  // an unwritten (NaN) entry counts as the worst
+  atomicMax(reinterpret_cast<unsigned long long*>(out), __double_as_longlong(d));
+  atomicMax(reinterpret_cast<unsigned long long*>(out + 1), __double_as_longlong(fabs(ref[i])));
+}
+
+template <class F>
+double median_ms(int reps, F&& f) {
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  std::vector<float> t;
+  for (int r = 0; r < reps; ++r) {
+    CHECK_CUDA(cudaEventRecord(e0));
+    f();
+    CHECK_CUDA(cudaEventRecord(e1));
+    CHECK_CUDA(cudaEventSynchronize(e1));
+    float v;
+    CHECK_CUDA(cudaEventElapsedTime(&v, e0, e1));
+    t.push_back(v);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int m = 281232, reps = 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--m")) m = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
+  }
+  const int shapes[][2] = {{768, 640}, {1024, 512}, {512, 256}, {384, 384}, {512, 512}, {256, 256}, {128, 128}, {100, 36}};
+  cublasHandle_t h;
+  cublasCreate(&h);
+  cudaDeviceProp prop;
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device %s, M %d, median of %d (ms; error max|dC|/max|C| against fp64)\n", prop.name, m, reps);
+  std::printf("%5s %5s | %8s %8s %8s %8s | %8s %8s %8s %8s | TFLOP/s tf32 mma.sync wgmma\n", "K", "N", "tf32",
+              "mma.sync", "wgmma", "wg swap", "sgemm", "mma.sync", "wgmma", "wg swap");
+  for (const auto& sh : shapes) {
+    const int k = sh[0], n = sh[1];
+    const int mm = (k == 100) ? 1000 : m;  // an odd small shape: K and N not multiples of 8 / 128
+    const long long na = (long long)mm * k, nw = (long long)n * k, nc = (long long)mm * n;
+    float *a, *w, *c, *wb, *ws;
+    double *ad, *wd, *cd, *err;
+    const int img = wg::w_image_floats(n, k);
+    CHECK_CUDA(cudaMalloc(&a, na * 4));
+    CHECK_CUDA(cudaMalloc(&w, nw * 4));
+    CHECK_CUDA(cudaMalloc(&c, nc * 4));
+    CHECK_CUDA(cudaMalloc(&wb, img * 4LL));
+    CHECK_CUDA(cudaMalloc(&ws, img * 4LL));
+    CHECK_CUDA(cudaMalloc(&ad, na * 8));
+    CHECK_CUDA(cudaMalloc(&wd, nw * 8));
+    CHECK_CUDA(cudaMalloc(&cd, nc * 8));
+    CHECK_CUDA(cudaMalloc(&err, 16));
+    fill_mixed<<<(na + 255) / 256, 256>>>(a, na, 11 + k);
+    fill_mixed<<<(nw + 255) / 256, 256>>>(w, nw, 12 + n);
+    to_double<<<(na + 255) / 256, 256>>>(a, ad, na);
+    to_double<<<(nw + 255) / 256, 256>>>(w, wd, nw);
+    const double one_d = 1, zero_d = 0;
+    // row-major C = A W^T is column-major C^T = W A^T; W row-major [N, K] is column-major [K, N]
+    cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, mm, k, &one_d, wd, k, ad, k, &zero_d, cd, n);
+    const float one = 1, zero = 0;
+    edgeframe::kk::tc::GemmArgs t;
+    t.a = a, t.w = w, t.c = c, t.lda = k, t.ldw = k, t.ldc = n, t.m = mm, t.n = n, t.k = k;
+    wg::Args g;
+    g.a = a, g.c = c, g.lda = k, g.ldc = n, g.m = mm, g.n = n, g.k = k;
+    auto run = [&](int which) {
+      if (which == 0 || which == 4)
+        cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, mm, k, &one, w, CUDA_R_32F, k, a, CUDA_R_32F, k, &zero, c,
+                     CUDA_R_32F, n, which == 0 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      else if (which == 1)
+        edgeframe::kk::tc::gemm<3>(t, 0);
+      else if (which == 2)
+        wg::gemm<false>(g, w, k, wb, ws, 0);
+      else
+        wg::gemm<true>(g, w, k, wb, ws, 0);
+    };
+    double ms[5], rel[5];
+    for (int which = 0; which < 5; ++which) {
+      poison<<<(nc + 255) / 256, 256>>>(c, nc);
+      run(which);
+      CHECK_CUDA(cudaGetLastError());
+      CHECK_CUDA(cudaDeviceSynchronize());
+      CHECK_CUDA(cudaMemset(err, 0, 16));
+      err_max<<<(nc + 255) / 256, 256>>>(c, cd, nc, err);
+      double e[2];
+      CHECK_CUDA(cudaMemcpy(e, err, 16, cudaMemcpyDeviceToHost));
+      rel[which] = e[0] / e[1];
+      ms[which] = median_ms(reps, [&] { run(which); });
+    }
+    const double tflop = 2.0 * mm * k * n * 1e-12;
+    std::printf("%5d %5d | %8.3f %8.3f %8.3f %8.3f | %8.1e %8.1e %8.1e %8.1e | %5.0f %5.0f %5.0f\n", k, n, ms[0], ms[1],
+                ms[2], ms[3], rel[4], rel[1], rel[2], rel[3], tflop / ms[0] * 1e3, tflop / ms[1] * 1e3,
+                tflop / ms[2] * 1e3);
+    cudaFree(a), cudaFree(w), cudaFree(c), cudaFree(wb), cudaFree(ws), cudaFree(ad), cudaFree(wd), cudaFree(cd),
+        cudaFree(err);
+  }
+  cublasDestroy(h);
+  return 0;
+}
