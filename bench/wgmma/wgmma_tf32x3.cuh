@@ -14,7 +14,8 @@
 // Tiling: a block of two warpgroups computes 128 x 128 of C (warpgroup g: rows 64 g ..), k tiles
 // of 32 streamed by cp.async in 3 stages; A rows padded to 36 floats so that the fragment loads
 // hit 32 banks. Each k step of 8 waits for its wgmma's before the next (A's registers are
-// rewritten), which the second warpgroup's work overlaps.
+// rewritten), which the second warpgroup's work overlaps; kOverlap keeps two sets of A registers
+// and waits every 16 k's instead.
 #pragma once
 #include <cstdint>
 
@@ -76,11 +77,12 @@ __device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.s
 __device__ __forceinline__ void pin(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 __device__ __forceinline__ void keep(std::uint32_t r) { asm volatile("" ::"r"(r) : "memory"); }
 
-// Shared-memory descriptor, no swizzle: start, LBO (K-adjacent core matrices), SBO (N-adjacent).
-template <bool kSwap>
+// Shared-memory descriptor, no swizzle: start, LBO (K-adjacent core matrices, 2048 bytes apart in
+// split_w's image), SBO (N-adjacent, 128 bytes apart), as the PTX ISA describes them for K-major
+// operands; read the other way round they reach past the stage (compute-sanitizer, call 4a).
 __device__ __forceinline__ std::uint64_t desc_of(const float* p) {
   const std::uint64_t addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-  const std::uint64_t lbo = kSwap ? 128 : 2048, sbo = kSwap ? 2048 : 128;
+  const std::uint64_t lbo = 2048, sbo = 128;
   return ((addr >> 4) & 0x3fff) | (((lbo >> 4) & 0x3fff) << 16) | (((sbo >> 4) & 0x3fff) << 32);
 }
 
@@ -113,7 +115,7 @@ __device__ __forceinline__ void load_stage(const Args& g, float* st, int m0, int
   }
 }
 
-template <bool kSwap>
+template <bool kOverlap>
 __global__ void __launch_bounds__(kThreads, 1) gemm_kernel(const Args g) {
   extern __shared__ __align__(128) float smem[];
   const int tiles_n = (g.n + kTileN - 1) / kTileN;
@@ -141,29 +143,34 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_kernel(const Args g) {
     const float* sa = smem + (kt % kStages) * kStageFloats;
     const float* sb = sa + kFloatsA;
     const float* ss = sb + kFloatsB;
+    // kOverlap: A's registers alternate between two sets, so the next k step's fragments are
+    // loaded and split while this step's wgmma run; the wait comes every 16 k's, before the sum.
+    std::uint32_t a_big[2][4], a_small[2][4];
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
+      const int b = kOverlap ? (s & 1) : 0;
       const float* ar = sa + row0 * kPitchA + s * 8 + tig;
       const float x[4] = {ar[0], ar[8 * kPitchA], ar[4], ar[8 * kPitchA + 4]};
-      std::uint32_t a_big[4], a_small[4];
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        a_big[q] = tf32_head(x[q]);
-        a_small[q] = __float_as_uint(x[q] - __uint_as_float(a_big[q]));
+        a_big[b][q] = tf32_head(x[q]);
+        a_small[b][q] = __float_as_uint(x[q] - __uint_as_float(a_big[b][q]));
       }
-      const std::uint64_t db = desc_of<kSwap>(sb + s * 1024), ds = desc_of<kSwap>(ss + s * 1024);
+      const std::uint64_t db = desc_of(sb + s * 1024), ds = desc_of(ss + s * 1024);
 #pragma unroll
       for (int i = 0; i < 64; ++i) pin(part[i]);
       wgmma_fence();
-      wgmma_64x128x8(part, a_big, ds, s & 1);  // scale-d 0 on each 16 k's first product
-      wgmma_64x128x8(part, a_small, db, 1);
-      wgmma_64x128x8(part, a_big, db, 1);
+      wgmma_64x128x8(part, a_big[b], ds, s & 1);  // scale-d 0 on each 16 k's first product
+      wgmma_64x128x8(part, a_small[b], db, 1);
+      wgmma_64x128x8(part, a_big[b], db, 1);
       wgmma_commit();
-      wgmma_wait0();
+      if (!kOverlap || (s & 1)) {
+        wgmma_wait0();
 #pragma unroll
-      for (int i = 0; i < 64; ++i) pin(part[i]);
+        for (int i = 0; i < 64; ++i) pin(part[i]);
 #pragma unroll
-      for (int q = 0; q < 4; ++q) keep(a_big[q]), keep(a_small[q]);
+        for (int q = 0; q < 4; ++q) keep(a_big[0][q]), keep(a_small[0][q]), keep(a_big[1][q]), keep(a_small[1][q]);
+      }
       if (s & 1) {
 #pragma unroll
         for (int i = 0; i < 64; ++i) acc[i] += part[i];
@@ -186,7 +193,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_kernel(const Args g) {
 
 // C = A W^T. w_big / w_small: w_image_floats(n, k) floats each. K, N, lda, ldc multiples of 4,
 // pointers 16-byte aligned.
-template <bool kSwap>
+template <bool kOverlap>
 void gemm(const Args& g, const float* w, long long ldw, float* w_big, float* w_small, cudaStream_t stream) {
   const int img = w_image_floats(g.n, g.k);
   split_w<<<(img + 255) / 256, 256, 0, stream>>>(w, ldw, g.n, g.k, w_big, w_small);
@@ -194,8 +201,8 @@ void gemm(const Args& g, const float* w, long long ldw, float* w_big, float* w_s
   a.w_big = w_big;
   a.w_small = w_small;
   const long long tiles = (long long)((g.m + kTileM - 1) / kTileM) * ((g.n + kTileN - 1) / kTileN);
-  cudaFuncSetAttribute(gemm_kernel<kSwap>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
-  gemm_kernel<kSwap><<<unsigned(tiles), kThreads, kSharedBytes, stream>>>(a);
+  cudaFuncSetAttribute(gemm_kernel<kOverlap>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
+  gemm_kernel<kOverlap><<<unsigned(tiles), kThreads, kSharedBytes, stream>>>(a);
 }
 
 }  // namespace wg
