@@ -1,7 +1,7 @@
 // Prototype: the split mode's 3xTF32 GEMM on sm_90a's warpgroup MMA (wgmma), C = A W^T, as a
 // standalone kernel for the microbenchmark beside it (wgmma_tf32x3_bench.cu); not used by the
 // engine. kokkos/tensor_core_gemm.hpp's mma.sync kernel is latency-bound at 2 warps per scheduler
-// with 7 instructions per mma (bench/results/h100_2026-12-06/results.md); wgmma issues one
+// with 7 instructions per mma (doc/performance.md, "Precision modes"); wgmma issues one
 // instruction per 64 x 128 x 8 product and reads B from shared memory itself.
 //
 // Split: A in registers (mma.m16n8k8's A fragment per warp, 16 rows), head by integer rounding,
@@ -79,7 +79,7 @@ __device__ __forceinline__ void keep(std::uint32_t r) { asm volatile("" ::"r"(r)
 
 // Shared-memory descriptor, no swizzle: start, LBO (K-adjacent core matrices, 2048 bytes apart in
 // split_w's image), SBO (N-adjacent, 128 bytes apart), as the PTX ISA describes them for K-major
-// operands; read the other way round they reach past the stage (compute-sanitizer, call 4a).
+// operands; read the other way round they reach past the stage (compute-sanitizer says so).
 __device__ __forceinline__ std::uint64_t desc_of(const float* p) {
   const std::uint64_t addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
   const std::uint64_t lbo = 2048, sbo = 128;

@@ -3,8 +3,8 @@
 // edges): time (median of --reps, the W split included) and max |C - C_fp64| / max |C_fp64|.
 // "wg ovl": the same kernel with A's registers in two sets, so that a k step's fragments are
 // split while the previous step's wgmma run. (The other reading of the descriptor's LBO / SBO,
-// swapped, read shared memory out of range under compute-sanitizer: bench/results/
-// h100_2026-12-06/results.md, call 4.) Build and run on a GPU machine:
+// swapped, reads shared memory out of range under compute-sanitizer; doc/performance.md,
+// "Precision modes".) Build and run on a GPU machine:
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Ikokkos -Ibench/wgmma bench/wgmma/wgmma_tf32x3_bench.cu -lcublas -o /tmp/wg
 //   /tmp/wg [--m 281232] [--reps 20]
 #include <cublas_v2.h>
