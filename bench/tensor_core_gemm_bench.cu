@@ -18,70 +18,12 @@
 #include <string>
 #include <vector>
 
+#include "gemm_bench_common.cuh"
 #include "tensor_core_gemm.hpp"
 
 namespace {
 
-#define CHECK_CUDA(x)                                                                  \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
-#define CHECK_CUBLAS(x)                                                         \
-  do {                                                                          \
-    cublasStatus_t s_ = (x);                                                    \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                          \
-      std::fprintf(stderr, "%s:%d cublas status %d\n", __FILE__, __LINE__, s_); \
-      std::exit(1);                                                             \
-    }                                                                           \
-  } while (0)
-
-// x = n e^(2 g), n and g standard normal (Box-Muller on a hashed counter): a spread of exponents
-__device__ float uniform01(unsigned long long i) {
-  i ^= i >> 33; i *= 0xff51afd7ed558ccdULL; i ^= i >> 33; i *= 0xc4ceb9fe1a85ec53ULL; i ^= i >> 33;
-  return (float(i >> 40) + 0.5f) * (1.0f / 16777216.0f);
-}
-__device__ float normal(unsigned long long i) {
-  return sqrtf(-2.0f * logf(uniform01(2 * i))) * cospif(2.0f * uniform01(2 * i + 1));
-}
-__global__ void fill_mixed(float* x, long long n, unsigned long long seed) {
-  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i < n) x[i] = normal(seed * 0x9e3779b97f4a7c15ULL + 2 * i) * expf(2.0f * normal(seed * 0x9e3779b97f4a7c15ULL + 2 * i + 1));
-}
-
-__global__ void to_double(const float* x, double* y, long long n) {
-  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i < n) y[i] = x[i];
-}
-
-__global__ void err_max(const float* c, const double* ref, long long n, double* out) {  // out[0] max |d|, out[1] max |ref|
-  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  const double d = fabs(double(c[i]) - ref[i]), r = fabs(ref[i]);
-  // non-negative doubles order as their bit patterns
-  atomicMax(reinterpret_cast<unsigned long long*>(out), __double_as_longlong(d));
-  atomicMax(reinterpret_cast<unsigned long long*>(out + 1), __double_as_longlong(r));
-}
-
-// Median time (ms) of `reps` runs of f, each between two events on the default stream.
-template <class F>
-double median_ms(cudaEvent_t e0, cudaEvent_t e1, int reps, F&& f) {
-  std::vector<float> t;
-  for (int r = 0; r < reps; ++r) {
-    CHECK_CUDA(cudaEventRecord(e0));
-    f();
-    CHECK_CUDA(cudaEventRecord(e1));
-    CHECK_CUDA(cudaEventSynchronize(e1));
-    float v;
-    CHECK_CUDA(cudaEventElapsedTime(&v, e0, e1));
-    t.push_back(v);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using namespace gemm_bench;
 
 struct Shape {
   const char* what;
@@ -100,9 +42,9 @@ int main(int argc, char** argv) {
   // The SO(2) blocks of a UMA-S layer (L 2, mmax 2, C = H = 128): so2_1 m0 / m1 / m2, so2_2
   // m0 / m1 / m2, forward, then the backward's grad-input GEMMs; one radial hidden layer.
   const Shape shapes[] = {
-      {"so2_1 m0 fwd", 768, 640, false}, {"so2_1 m1 fwd", 1024, 512, false}, {"so2_1 m2 fwd", 512, 256, false},
-      {"so2_2 m0 fwd", 384, 384, false}, {"so2_2 m1 fwd", 512, 512, false},  {"so2_2 m2 fwd", 256, 256, false},
-      {"so2_1 m0 bwd", 640, 768, true},  {"so2_1 m1 bwd", 512, 1024, true},  {"so2_2 m0 bwd", 384, 384, true},
+      {"so2_1 m0 fwd", 768, 640, false},  {"so2_1 m1 fwd", 1024, 512, false}, {"so2_1 m2 fwd", 512, 256, false},
+      {"so2_2 m0 fwd", 384, 384, false},  {"so2_2 m1 fwd", 512, 512, false},  {"so2_2 m2 fwd", 256, 256, false},
+      {"so2_1 m0 bwd", 640, 768, true},   {"so2_1 m1 bwd", 512, 1024, true},  {"so2_2 m0 bwd", 384, 384, true},
       {"radial w1 fwd", 128, 128, false},
   };
   cublasHandle_t h;

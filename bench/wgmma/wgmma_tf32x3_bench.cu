@@ -17,69 +17,11 @@
 #include <cstring>
 #include <vector>
 
+#include "../gemm_bench_common.cuh"  // bench/
 #include "tensor_core_gemm.hpp"
 #include "wgmma_tf32x3.cuh"
 
-#define CHECK_CUDA(x)                                                                  \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
-
-namespace {
-
-__device__ float uniform01(unsigned long long i) {
-  i ^= i >> 33; i *= 0xff51afd7ed558ccdULL; i ^= i >> 33; i *= 0xc4ceb9fe1a85ec53ULL; i ^= i >> 33;
-  return (float(i >> 40) + 0.5f) * (1.0f / 16777216.0f);
-}
-__device__ float normal(unsigned long long i) {
-  return sqrtf(-2.0f * logf(uniform01(2 * i))) * cospif(2.0f * uniform01(2 * i + 1));
-}
-// x = n e^(2 g): a spread of exponents, as the mma.sync kernel's benchmark draws them
-__global__ void fill_mixed(float* x, long long n, unsigned long long seed) {
-  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i < n) x[i] = normal(seed * 0x9e3779b97f4a7c15ULL + 2 * i) * expf(2.0f * normal(seed * 0x9e3779b97f4a7c15ULL + 2 * i + 1));
-}
-__global__ void to_double(const float* x, double* y, long long n) {
-  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i < n) y[i] = x[i];
-}
-__global__ void poison(float* x, long long n) {
-  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i < n) x[i] = __int_as_float(0x7fc00000);
-}
-__global__ void err_max(const float* c, const double* ref, long long n, double* out) {
-  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  double d = fabs(double(c[i]) - ref[i]);
-  if (!(d == d)) d = 1e300;  // an unwritten (NaN) entry counts as the worst
-  atomicMax(reinterpret_cast<unsigned long long*>(out), __double_as_longlong(d));
-  atomicMax(reinterpret_cast<unsigned long long*>(out + 1), __double_as_longlong(fabs(ref[i])));
-}
-
-template <class F>
-double median_ms(int reps, F&& f) {
-  cudaEvent_t e0, e1;
-  CHECK_CUDA(cudaEventCreate(&e0));
-  CHECK_CUDA(cudaEventCreate(&e1));
-  std::vector<float> t;
-  for (int r = 0; r < reps; ++r) {
-    CHECK_CUDA(cudaEventRecord(e0));
-    f();
-    CHECK_CUDA(cudaEventRecord(e1));
-    CHECK_CUDA(cudaEventSynchronize(e1));
-    float v;
-    CHECK_CUDA(cudaEventElapsedTime(&v, e0, e1));
-    t.push_back(v);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-}  // namespace
+using namespace gemm_bench;
 
 int main(int argc, char** argv) {
   int m = 281232, reps = 20;
@@ -87,9 +29,13 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--m")) m = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
   }
-  const int shapes[][2] = {{768, 640}, {1024, 512}, {512, 256}, {384, 384}, {512, 512}, {256, 256}, {128, 128}, {100, 36}};
+  const int shapes[][2] = {{768, 640}, {1024, 512}, {512, 256}, {384, 384},
+                           {512, 512}, {256, 256},  {128, 128}, {100, 36}};
   cublasHandle_t h;
-  cublasCreate(&h);
+  CHECK_CUBLAS(cublasCreate(&h));
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("device %s, M %d, median of %d (ms; error max|dC|/max|C| against fp64)\n", prop.name, m, reps);
@@ -126,7 +72,8 @@ int main(int argc, char** argv) {
     auto run = [&](int which) {
       if (which == 0 || which == 4)
         cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, mm, k, &one, w, CUDA_R_32F, k, a, CUDA_R_32F, k, &zero, c,
-                     CUDA_R_32F, n, which == 0 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                     CUDA_R_32F, n, which == 0 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                     CUBLAS_GEMM_DEFAULT);
       else if (which == 1)
         edgeframe::kk::tc::gemm<3>(t, 0);
       else if (which == 2)
@@ -145,7 +92,7 @@ int main(int argc, char** argv) {
       double e[2];
       CHECK_CUDA(cudaMemcpy(e, err, 16, cudaMemcpyDeviceToHost));
       rel[which] = e[0] / e[1];
-      ms[which] = median_ms(reps, [&] { run(which); });
+      ms[which] = median_ms(e0, e1, reps, [&] { run(which); });
     }
     const double tflop = 2.0 * mm * k * n * 1e-12;
     std::printf("%5d %5d | %8.3f %8.3f %8.3f %8.3f | %8.1e %8.1e %8.1e %8.1e | %5.0f %5.0f %5.0f %5.0f\n", k, n, ms[0],
