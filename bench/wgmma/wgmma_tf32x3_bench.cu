@@ -1,11 +1,10 @@
-// The wgmma 3xTF32 prototype (wgmma_tf32x3.cuh) against the engine's mma.sync kernel
+// The wgmma 3xTF32 kernel (kokkos/tensor_core_gemm_wgmma.hpp) against the mma.sync kernel
 // (kokkos/tensor_core_gemm.hpp) and cuBLAS on model v2's SO(2) GEMM shapes (UMA-S, M = 281 232
 // edges): time (median of --reps, the W split included) and max |C - C_fp64| / max |C_fp64|.
-// "wg ovl": the same kernel with A's registers in two sets, so that a k step's fragments are
-// split while the previous step's wgmma run. (The other reading of the descriptor's LBO / SBO,
+// (The other reading of the descriptor's LBO / SBO,
 // swapped, reads shared memory out of range under compute-sanitizer; doc/performance.md,
 // "Precision modes".) Build and run on a GPU machine:
-//   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Ikokkos -Ibench/wgmma bench/wgmma/wgmma_tf32x3_bench.cu -lcublas -o /tmp/wg
+//   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Ikokkos -Ibench bench/wgmma/wgmma_tf32x3_bench.cu -lcublas -o /tmp/wg
 //   /tmp/wg [--m 281232] [--reps 20]
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -19,7 +18,7 @@
 
 #include "../gemm_bench_common.cuh"  // bench/
 #include "tensor_core_gemm.hpp"
-#include "wgmma_tf32x3.cuh"
+#include "tensor_core_gemm_wgmma.hpp"
 
 using namespace gemm_bench;
 
@@ -39,20 +38,19 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("device %s, M %d, median of %d (ms; error max|dC|/max|C| against fp64)\n", prop.name, m, reps);
-  std::printf("%5s %5s | %8s %8s %8s %8s | %8s %8s %8s %8s | TFLOP/s tf32 mma.sync wgmma wg-ovl\n", "K", "N", "tf32",
-              "mma.sync", "wgmma", "wg ovl", "sgemm", "mma.sync", "wgmma", "wg ovl");
+  std::printf("%5s %5s | %8s %8s %8s | %8s %8s %8s | TFLOP/s tf32 mma.sync wgmma\n", "K", "N", "tf32", "mma.sync",
+              "wgmma", "sgemm", "mma.sync", "wgmma");
   for (const auto& sh : shapes) {
     const int k = sh[0], n = sh[1];
     const int mm = (k == 100) ? 1000 : m;  // an odd small shape: K and N not multiples of 8 / 128
     const long long na = (long long)mm * k, nw = (long long)n * k, nc = (long long)mm * n;
-    float *a, *w, *c, *wb, *ws;
+    float *a, *w, *c, *wb;
     double *ad, *wd, *cd, *err;
-    const int img = wg::w_image_floats(n, k);
+    const long long img = edgeframe::kk::tcw::w_image_floats(n, k);
     CHECK_CUDA(cudaMalloc(&a, na * 4));
     CHECK_CUDA(cudaMalloc(&w, nw * 4));
     CHECK_CUDA(cudaMalloc(&c, nc * 4));
-    CHECK_CUDA(cudaMalloc(&wb, img * 4LL));
-    CHECK_CUDA(cudaMalloc(&ws, img * 4LL));
+    CHECK_CUDA(cudaMalloc(&wb, 2 * img * 4LL));  // both images
     CHECK_CUDA(cudaMalloc(&ad, na * 8));
     CHECK_CUDA(cudaMalloc(&wd, nw * 8));
     CHECK_CUDA(cudaMalloc(&cd, nc * 8));
@@ -67,8 +65,6 @@ int main(int argc, char** argv) {
     const float one = 1, zero = 0;
     edgeframe::kk::tc::GemmArgs t;
     t.a = a, t.w = w, t.c = c, t.lda = k, t.ldw = k, t.ldc = n, t.m = mm, t.n = n, t.k = k;
-    wg::Args g;
-    g.a = a, g.c = c, g.lda = k, g.ldc = n, g.m = mm, g.n = n, g.k = k;
     auto run = [&](int which) {
       if (which == 0 || which == 4)
         cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, mm, k, &one, w, CUDA_R_32F, k, a, CUDA_R_32F, k, &zero, c,
@@ -76,13 +72,11 @@ int main(int argc, char** argv) {
                      CUBLAS_GEMM_DEFAULT);
       else if (which == 1)
         edgeframe::kk::tc::gemm<3>(t, 0);
-      else if (which == 2)
-        wg::gemm<false>(g, w, k, wb, ws, 0);
       else
-        wg::gemm<true>(g, w, k, wb, ws, 0);
+        edgeframe::kk::tcw::gemm(a, k, w, k, nullptr, c, n, mm, n, k, wb, 0);
     };
     double ms[5], rel[5];
-    for (int which = 0; which < 5; ++which) {
+    for (int which : {0, 1, 2, 4}) {
       poison<<<(nc + 255) / 256, 256>>>(c, nc);
       run(which);
       CHECK_CUDA(cudaGetLastError());
@@ -95,11 +89,9 @@ int main(int argc, char** argv) {
       ms[which] = median_ms(e0, e1, reps, [&] { run(which); });
     }
     const double tflop = 2.0 * mm * k * n * 1e-12;
-    std::printf("%5d %5d | %8.3f %8.3f %8.3f %8.3f | %8.1e %8.1e %8.1e %8.1e | %5.0f %5.0f %5.0f %5.0f\n", k, n, ms[0],
-                ms[1], ms[2], ms[3], rel[4], rel[1], rel[2], rel[3], tflop / ms[0] * 1e3, tflop / ms[1] * 1e3,
-                tflop / ms[2] * 1e3, tflop / ms[3] * 1e3);
-    cudaFree(a), cudaFree(w), cudaFree(c), cudaFree(wb), cudaFree(ws), cudaFree(ad), cudaFree(wd), cudaFree(cd),
-        cudaFree(err);
+    std::printf("%5d %5d | %8.3f %8.3f %8.3f | %8.1e %8.1e %8.1e | %5.0f %5.0f %5.0f\n", k, n, ms[0], ms[1], ms[2],
+                rel[4], rel[1], rel[2], tflop / ms[0] * 1e3, tflop / ms[1] * 1e3, tflop / ms[2] * 1e3);
+    cudaFree(a), cudaFree(w), cudaFree(c), cudaFree(wb), cudaFree(ad), cudaFree(wd), cudaFree(cd), cudaFree(err);
   }
   cublasDestroy(h);
   return 0;

@@ -79,8 +79,12 @@ bool gemm_bf16_lt(torch::Tensor& out, const torch::Tensor& a, const torch::Tenso
 // multiples of 4, 16-byte aligned; false, having done nothing, elsewhere (host tensors, other
 // shapes). The tf32x3 mode (tf32x3_out in gemm.cpp) takes it first and splits from torch ops
 // what it declines.
+// On devices of compute capability 9.0 the wgmma kernel (kokkos/tensor_core_gemm_wgmma.hpp) runs,
+// elsewhere the mma.sync one; `kernel` names one for the tests (wgmma where it cannot run: false).
+enum class TensorCoreKernel { automatic, mma_sync, wgmma };
 bool gemm_tf32x3_tensor_cores(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
-                              const torch::Tensor& bias = torch::Tensor());
+                              const torch::Tensor& bias = torch::Tensor(),
+                              TensorCoreKernel kernel = TensorCoreKernel::automatic);
 
 // a [..., K] w^T + bias as an autograd op: native mode calls torch's addmm / mm (its own backward); the
 // other modes a Function whose backward forms its GEMMs in the same mode.

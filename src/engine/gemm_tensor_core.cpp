@@ -1,6 +1,7 @@
 // The split mode's GEMM on CUDA tensor cores (gemm.hpp, gemm_tf32x3_tensor_cores): torch tensors
-// -> the strides and pointers of kokkos/tensor_core_gemm.hpp's kernel, launched on torch's current
-// stream (the engine's Kokkos stream, bridge.hpp).
+// -> the strides and pointers of kokkos/tensor_core_gemm.hpp's mma.sync kernel, or on compute
+// capability 9.0 of the wgmma kernel (gemm_wgmma.hpp), launched on torch's current stream (the
+// engine's Kokkos stream, bridge.hpp).
 #include <Kokkos_Macros.hpp>
 
 #include "gemm.hpp"
@@ -11,20 +12,24 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include "tensor_core_gemm.hpp"
+#ifdef EDGEFRAME_WGMMA
+#include "gemm_wgmma.hpp"
+#endif
 #endif
 
 namespace edgeframe::impl {
 
 #ifndef KOKKOS_ENABLE_CUDA
 
-bool gemm_tf32x3_tensor_cores(torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
+bool gemm_tf32x3_tensor_cores(torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                              TensorCoreKernel) {
   return false;
 }
 
 #else
 
 bool gemm_tf32x3_tensor_cores(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
-                              const torch::Tensor& bias) {
+                              const torch::Tensor& bias, TensorCoreKernel kernel) {
   const auto f32_cuda = [&](const torch::Tensor& t) {
     return t.scalar_type() == torch::kFloat && t.is_cuda() && t.device() == a.device();
   };
@@ -51,6 +56,12 @@ bool gemm_tf32x3_tensor_cores(torch::Tensor& out, const torch::Tensor& a, const 
   g.n = static_cast<int>(b.size(1));
   g.k = static_cast<int>(a.size(1));
   if (!kk::tc::gemm_applies(g)) return false;
+#ifdef EDGEFRAME_WGMMA
+  const bool wgmma_here = wgmma_tf32x3_runs_on(a.device().index());
+#else
+  const bool wgmma_here = false;
+#endif
+  if (kernel == TensorCoreKernel::wgmma && !wgmma_here) return false;
   if (g.m == 0) return true;
   const c10::cuda::CUDAGuard device(a.device());  // the attribute and the launch go to a's device
   torch::Tensor w;
@@ -58,7 +69,18 @@ bool gemm_tf32x3_tensor_cores(torch::Tensor& out, const torch::Tensor& a, const 
     w = b.t().contiguous();
     g.w = w.data_ptr<float>();
   }
-  if (!kk::tc::gemm<3>(g, at::cuda::getCurrentCUDAStream(a.device().index()).stream())) return false;
+  cudaStream_t stream = at::cuda::getCurrentCUDAStream(a.device().index()).stream();
+  if (wgmma_here && kernel != TensorCoreKernel::mma_sync) {
+#ifdef EDGEFRAME_WGMMA
+    // W's split images, from torch's caching allocator on this stream (freed in stream order)
+    const torch::Tensor scratch =
+        torch::empty({static_cast<std::int64_t>(wgmma_tf32x3_scratch_floats(g.n, g.k))}, a.options());
+    if (!wgmma_tf32x3(g.a, g.lda, g.w, g.ldw, g.bias, g.c, g.ldc, g.m, g.n, g.k, scratch.data_ptr<float>(), stream))
+      return false;
+#endif
+  } else if (!kk::tc::gemm<3>(g, stream)) {
+    return false;
+  }
   // A launch that failed (resources, a device that lacks sm_80's instructions) throws here
   // instead of leaving out unwritten.
   C10_CUDA_KERNEL_LAUNCH_CHECK();

@@ -88,43 +88,56 @@ TEST(Gemm, Tf32x3TensorCoreKernelOverEveryTileEdge) {
     bool positive;
   };
   const Case cases[] = {{1000, 388, 200, false}, {129, 16, 132, false}, {37, 1024, 512, false},
-                        {700, 1024, 256, true},  {5, 4, 4, false},        {200, 48, 64, false}};
-  std::uint64_t seed = 30;
-  double worst = 0, worst_fp32 = 0;
-  for (const Case& c : cases) {
-    Tensor a_wide = random_fp32(c.m, c.k + 8, ++seed), w = random_fp32(c.n, c.k, ++seed);
-    Tensor b_kn = random_fp32(c.k, c.n, ++seed);
-    const Tensor bias = random_fp32(1, c.n, ++seed).view({c.n});
-    if (c.positive) a_wide.abs_(), w.abs_(), b_kn.abs_();
-    const Tensor a = a_wide.narrow(1, 4, c.k);  // row stride k + 8, 16-byte offset
-    for (const Tensor& b : {w.t(), b_kn}) {
-      for (const bool with_bias : {false, true}) {
-        const Tensor bb = with_bias ? bias : Tensor();
-        const std::string where = "m " + std::to_string(c.m) + " k " + std::to_string(c.k) + " n " +
-                                  std::to_string(c.n) + (b.is_contiguous() ? " B [K, N]" : " B = W^T") +
-                                  (with_bias ? ", bias" : "");
-        Tensor want = fp64_product(a, b);
-        if (with_bias) want = want + bias.to(torch::kFloat64);
-        Tensor wide = torch::zeros({c.m, c.n + 8}, a.options());
-        Tensor out = wide.narrow(1, 4, c.n);
-        ASSERT_EQ(impl::gemm_tf32x3_tensor_cores(out, a, b, bb), cuda) << where;
-        if (!cuda) continue;
-        double err_fp32 = 0;
-        {
-          const GemmScope scope(Precision::fp32);
-          err_fp32 = rel(impl::gemm(a, b, bb), want);
+                        {700, 1024, 256, true},  {5, 4, 4, false},      {200, 48, 64, false}};
+  // Both kernels where the device runs them (wgmma: compute capability 9.0; elsewhere declined).
+  for (const auto kernel : {impl::TensorCoreKernel::mma_sync, impl::TensorCoreKernel::wgmma}) {
+    const char* kernel_name = kernel == impl::TensorCoreKernel::wgmma ? "wgmma" : "mma.sync";
+    std::uint64_t seed = 30;
+    double worst = 0, worst_fp32 = 0;
+    bool ran = true;
+    for (const Case& c : cases) {
+      Tensor a_wide = random_fp32(c.m, c.k + 8, ++seed), w = random_fp32(c.n, c.k, ++seed);
+      Tensor b_kn = random_fp32(c.k, c.n, ++seed);
+      const Tensor bias = random_fp32(1, c.n, ++seed).view({c.n});
+      if (c.positive) a_wide.abs_(), w.abs_(), b_kn.abs_();
+      const Tensor a = a_wide.narrow(1, 4, c.k);  // row stride k + 8, 16-byte offset
+      for (const Tensor& b : {w.t(), b_kn}) {
+        for (const bool with_bias : {false, true}) {
+          const Tensor bb = with_bias ? bias : Tensor();
+          const std::string where = "m " + std::to_string(c.m) + " k " + std::to_string(c.k) + " n " +
+                                    std::to_string(c.n) + (b.is_contiguous() ? " B [K, N]" : " B = W^T") +
+                                    (with_bias ? ", bias" : "");
+          Tensor want = fp64_product(a, b);
+          if (with_bias) want = want + bias.to(torch::kFloat64);
+          Tensor wide = torch::zeros({c.m, c.n + 8}, a.options());
+          Tensor out = wide.narrow(1, 4, c.n);
+          const bool done = impl::gemm_tf32x3_tensor_cores(out, a, b, bb, kernel);
+          if (kernel == impl::TensorCoreKernel::wgmma && cuda && !done) {
+            ran = false;  // not a device of compute capability 9.0: declined, nothing written
+            EXPECT_EQ(wide.count_nonzero().item<std::int64_t>(), 0) << where;
+            continue;
+          }
+          ASSERT_EQ(done, cuda) << where << " (" << kernel_name << ")";
+          if (!cuda) continue;
+          double err_fp32 = 0;
+          {
+            const GemmScope scope(Precision::fp32);
+            err_fp32 = rel(impl::gemm(a, b, bb), want);
+          }
+          const double err = rel(out, want);
+          worst = std::max(worst, err);
+          worst_fp32 = std::max(worst_fp32, err_fp32);
+          EXPECT_LT(err, 4 * std::max(err_fp32, 1e-7)) << where << " (" << kernel_name << "): fp32 " << err_fp32;
+          EXPECT_EQ(wide.narrow(1, 0, 4).count_nonzero().item<std::int64_t>(), 0) << where << ": wrote left";
+          EXPECT_EQ(wide.narrow(1, c.n + 4, 4).count_nonzero().item<std::int64_t>(), 0) << where << ": wrote right";
         }
-        const double err = rel(out, want);
-        worst = std::max(worst, err);
-        worst_fp32 = std::max(worst_fp32, err_fp32);
-        EXPECT_LT(err, 4 * std::max(err_fp32, 1e-7)) << where << ": fp32 " << err_fp32;
-        EXPECT_EQ(wide.narrow(1, 0, 4).count_nonzero().item<std::int64_t>(), 0) << where << ": wrote left";
-        EXPECT_EQ(wide.narrow(1, c.n + 4, 4).count_nonzero().item<std::int64_t>(), 0) << where << ": wrote right";
       }
     }
+    if (cuda && ran)
+      std::printf("[ measured ] tensor-core 3xTF32 (%s) worst %.2e of the largest entry, cuBLAS fp32 %.2e\n",
+                  kernel_name, worst, worst_fp32);
   }
   if (!cuda) GTEST_SKIP() << "the tensor-core kernel runs on CUDA builds only (declined here, as it should be)";
-  std::printf("[ measured ] tensor-core 3xTF32 worst %.2e of the largest entry, cuBLAS fp32 %.2e\n", worst, worst_fp32);
   // No rows: nothing to do, done. A row stride that is not a multiple of 4: declined, nothing written.
   Tensor none = torch::empty({0, 8}, torch::TensorOptions().dtype(torch::kFloat).device(bridge::device()));
   EXPECT_TRUE(impl::gemm_tf32x3_tensor_cores(none, random_fp32(0, 4, 1), random_fp32(4, 8, 2)));
