@@ -2,7 +2,7 @@
 // operand splits and the sums as kokkos/tensor_core_gemm.hpp's mma.sync kernel, which it
 // replaces on devices of compute capability 9.0 (src/engine/gemm_wgmma.cu). The mma.sync kernel
 // is bound by latency at 2 warps per scheduler with 7 instructions per mma; wgmma issues one
-// instruction per 64 x 128 x 8 product and reads B from shared memory itself: 1.46-1.55x the
+// instruction per 64 x 128 x 8 product and reads B from shared memory itself: 1.54-1.62x the
 // mma.sync kernel's speed on model v2's SO(2) shapes (doc/performance.md "Precision modes").
 //
 // Split: A in registers (mma.m16n8k8's A fragment per warp, 16 rows), its TF32 head by integer
@@ -13,11 +13,15 @@
 // k's the three products are summed from zero (scale-d 0 on the first) and added to the running
 // sum in fp32 (round to nearest; the tensor cores' own sums round toward zero).
 //
-// Tiling: a block of two warpgroups computes 128 x 128 of C (warpgroup g: rows 64 g ..), k tiles
-// of 32 streamed by cp.async in 3 stages; A rows padded to 36 floats so that the fragment loads
-// hit 32 banks; a wait after every k step's three wgmma (A's registers are rewritten by the
-// next), which the other warpgroup's work overlaps. Shapes as the mma.sync kernel's: K, N and
-// the row strides multiples of 4, A, W and C 16-byte aligned; M, N, K otherwise free.
+// Tiling: a block of three warpgroups computes 192 x 128 of C (warpgroup g: rows 64 g ..), k
+// tiles of 32 streamed by cp.async in 3 stages (179 kB of shared memory, one block per SM); A
+// rows padded to 36 floats so that the fragment loads hit 32 banks; a wait after every k step's
+// three wgmma (A's registers are rewritten by the next), which the other warpgroups' work
+// overlaps. Three warpgroups are 1.11x faster than two (the block-wide barrier per k tile is the
+// largest stall; Nsight Compute); with that barrier replaced by per-stage mbarriers and A's rows
+// loaded by one bulk copy each, the kernel was 3x slower (doc/performance.md "Precision
+// modes"). Shapes as the mma.sync kernel's: K, N and the row strides multiples of 4, A, W and C
+// 16-byte aligned; M, N, K otherwise free.
 //
 // The wgmma instructions exist in sm_90a code only: compiled for another target the kernel is
 // empty, and the launcher runs it on devices of compute capability 9.0 only.
@@ -29,12 +33,18 @@
 
 namespace edgeframe::kk::tcw {
 
-constexpr int kTileM = 128, kTileN = 128, kTileK = 32, kStages = 3, kThreads = 256;
-constexpr int kPitchA = 36;                 // floats per A row in shared memory
-constexpr int kFloatsA = kTileM * kPitchA;  // one stage's A tile
-constexpr int kFloatsB = kTileN * kTileK;   // one stage's big (or small) W tile: 4 k steps
-constexpr int kStageFloats = kFloatsA + 2 * kFloatsB;
-constexpr int kSharedBytes = kStages * kStageFloats * 4;  // 150 kB
+constexpr int kTileN = 128, kTileK = 32;
+constexpr int kPitchA = 36;                // floats per A row in shared memory
+constexpr int kFloatsB = kTileN * kTileK;  // one stage's big (or small) W tile: 4 k steps
+
+// A block of kWarpgroups warpgroups (64 rows of C each) and kStages stages of k tiles.
+template <int kWarpgroups, int kStages>
+struct Tiling {
+  static constexpr int kTileM = 64 * kWarpgroups, kThreads = 128 * kWarpgroups;
+  static constexpr int kFloatsA = kTileM * kPitchA;  // one stage's A tile
+  static constexpr int kStageFloats = kFloatsA + 2 * kFloatsB;
+  static constexpr int kSharedBytes = kStages * kStageFloats * 4;  // 3 warpgroups, 3 stages: 179 kB
+};
 
 struct Args {
   const float* a = nullptr;
@@ -121,83 +131,64 @@ __device__ __forceinline__ void wgmma_64x128x8(float (&d)[64], const std::uint32
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
 }
 
+template <class T>
 __device__ __forceinline__ void load_stage(const Args& g, float* st, int m0, int tile_n, int kt, int k_tiles) {
   float* sa = st;
-  float* sb = st + kFloatsA;
+  float* sb = st + T::kFloatsA;
   float* ss = sb + kFloatsB;
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int idx = threadIdx.x + i * kThreads;  // 1024 chunks of A (128 rows x 8) and of each image
+  for (int idx = threadIdx.x; idx < T::kTileM * 8; idx += T::kThreads) {  // 16-byte chunks of A, 8 per row
     const int r = idx / 8, c = idx % 8;
     const int gk = kt * kTileK + c * 4, gm = m0 + r;
     const bool ok = gk < g.k && gm < g.m;
     copy16(sa + r * kPitchA + c * 4, ok ? g.a + gm * g.lda + gk : g.a, ok);
-    const long long off = ((long long)tile_n * k_tiles + kt) * kFloatsB + idx * 4;
-    copy16(sb + idx * 4, g.w_big + off, true);
-    copy16(ss + idx * 4, g.w_small + off, true);
+  }
+  const long long off0 = ((long long)tile_n * k_tiles + kt) * kFloatsB;
+#pragma unroll
+  for (int idx = threadIdx.x; idx < kFloatsB / 4; idx += T::kThreads) {  // 1024 chunks of each image
+    copy16(sb + idx * 4, g.w_big + off0 + idx * 4, true);
+    copy16(ss + idx * 4, g.w_small + off0 + idx * 4, true);
   }
 }
 
-#endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-__global__ void __launch_bounds__(kThreads, 1) gemm_kernel(const Args g) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  extern __shared__ __align__(128) float smem[];
-  const int tiles_n = (g.n + kTileN - 1) / kTileN;
-  const int tile_n = int(blockIdx.x % tiles_n);
-  const int m0 = int(blockIdx.x / tiles_n) * kTileM, n0 = tile_n * kTileN;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int gid = lane >> 2, tig = lane & 3;
-  const int row0 = (warp >> 2) * 64 + (warp & 3) * 16 + gid;  // this thread's first A / C row in the tile
-  const int k_tiles = (g.k + kTileK - 1) / kTileK;
-
+// One k tile (4 k steps of 8) of a warpgroup's 64 x 128 product from a stage in shared memory:
+// the three products of each 16 k's summed from zero in `part` (scale-d 0 on the first) and added
+// to `acc` in fp32.
+__device__ __forceinline__ void mma_tile(const float* sa, const float* sb, const float* ss, int row0, int tig,
+                                         float (&part)[64], float (&acc)[64]) {
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < k_tiles) load_stage(g, smem + s * kStageFloats, m0, tile_n, s, k_tiles);
-    commit();
-  }
-  float acc[64], part[64];
+  for (int s = 0; s < 4; ++s) {
+    const float* ar = sa + row0 * kPitchA + s * 8 + tig;
+    const float x[4] = {ar[0], ar[8 * kPitchA], ar[4], ar[8 * kPitchA + 4]};
+    std::uint32_t a_big[4], a_small[4];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) acc[i] = 0.f, part[i] = 0.f;
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    wait_copies<kStages - 2>();
-    __syncthreads();
-    if (kt + kStages - 1 < k_tiles)
-      load_stage(g, smem + ((kt + kStages - 1) % kStages) * kStageFloats, m0, tile_n, kt + kStages - 1, k_tiles);
-    commit();
-    const float* sa = smem + (kt % kStages) * kStageFloats;
-    const float* sb = sa + kFloatsA;
-    const float* ss = sb + kFloatsB;
+    for (int q = 0; q < 4; ++q) {
+      a_big[q] = tf32_head(x[q]);
+      a_small[q] = __float_as_uint(x[q] - __uint_as_float(a_big[q]));
+    }
+    const std::uint64_t db = desc_of(sb + s * 1024), ds = desc_of(ss + s * 1024);
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      const float* ar = sa + row0 * kPitchA + s * 8 + tig;
-      const float x[4] = {ar[0], ar[8 * kPitchA], ar[4], ar[8 * kPitchA + 4]};
-      std::uint32_t a_big[4], a_small[4];
+    for (int i = 0; i < 64; ++i) pin(part[i]);
+    wgmma_fence();
+    wgmma_64x128x8(part, a_big, ds, s & 1);  // scale-d 0 on each 16 k's first product
+    wgmma_64x128x8(part, a_small, db, 1);
+    wgmma_64x128x8(part, a_big, db, 1);
+    wgmma_commit();
+    wgmma_wait0();
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        a_big[q] = tf32_head(x[q]);
-        a_small[q] = __float_as_uint(x[q] - __uint_as_float(a_big[q]));
-      }
-      const std::uint64_t db = desc_of(sb + s * 1024), ds = desc_of(ss + s * 1024);
+    for (int i = 0; i < 64; ++i) pin(part[i]);
 #pragma unroll
-      for (int i = 0; i < 64; ++i) pin(part[i]);
-      wgmma_fence();
-      wgmma_64x128x8(part, a_big, ds, s & 1);  // scale-d 0 on each 16 k's first product
-      wgmma_64x128x8(part, a_small, db, 1);
-      wgmma_64x128x8(part, a_big, db, 1);
-      wgmma_commit();
-      wgmma_wait0();
+    for (int q = 0; q < 4; ++q) keep(a_big[q]), keep(a_small[q]);
+    if (s & 1) {
 #pragma unroll
-      for (int i = 0; i < 64; ++i) pin(part[i]);
-#pragma unroll
-      for (int q = 0; q < 4; ++q) keep(a_big[q]), keep(a_small[q]);
-      if (s & 1) {
-#pragma unroll
-        for (int i = 0; i < 64; ++i) acc[i] += part[i];
-      }
+      for (int i = 0; i < 64; ++i) acc[i] += part[i];
     }
   }
-  wait_copies<0>();
+}
+
+// acc (+ bias) -> C, this thread's 2 rows x 32 columns of the tile.
+__device__ __forceinline__ void store_c(const Args& g, const float (&acc)[64], int m0, int n0, int row0, int tig) {
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
     const int col = n0 + 8 * j + 2 * tig;
@@ -211,6 +202,43 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_kernel(const Args g) {
           make_float2(acc[4 * j + 2 * h] + b0, acc[4 * j + 2 * h + 1] + b1);
     }
   }
+}
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+template <int kWarpgroups, int kStages>
+__global__ void __launch_bounds__(128 * kWarpgroups, 1) gemm_kernel(const Args g) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using T = Tiling<kWarpgroups, kStages>;
+  constexpr int kTileM = T::kTileM, kStageFloats = T::kStageFloats;
+  extern __shared__ __align__(128) float smem[];
+  const int tiles_n = (g.n + kTileN - 1) / kTileN;
+  const int tile_n = int(blockIdx.x % tiles_n);
+  const int m0 = int(blockIdx.x / tiles_n) * kTileM, n0 = tile_n * kTileN;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int gid = lane >> 2, tig = lane & 3;
+  const int row0 = (warp >> 2) * 64 + (warp & 3) * 16 + gid;  // this thread's first A / C row in the tile
+  const int k_tiles = (g.k + kTileK - 1) / kTileK;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < k_tiles) load_stage<T>(g, smem + s * kStageFloats, m0, tile_n, s, k_tiles);
+    commit();
+  }
+  float acc[64], part[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) acc[i] = 0.f, part[i] = 0.f;
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    wait_copies<kStages - 2>();
+    __syncthreads();
+    if (kt + kStages - 1 < k_tiles)
+      load_stage<T>(g, smem + ((kt + kStages - 1) % kStages) * kStageFloats, m0, tile_n, kt + kStages - 1, k_tiles);
+    commit();
+    const float* sa = smem + (kt % kStages) * kStageFloats;
+    mma_tile(sa, sa + T::kFloatsA, sa + T::kFloatsA + kFloatsB, row0, tig, part, acc);
+  }
+  wait_copies<0>();
+  store_c(g, acc, m0, n0, row0, tig);
 #endif
 }
 
@@ -226,8 +254,11 @@ inline bool gemm_applies(const float* a, const float* w, const float* c, long lo
 // w_image_floats(n, k) floats, 16-byte aligned), then the product. false, having launched
 // nothing, where gemm_applies says no or the grid is too large; launch errors are the caller's
 // to check. The caller runs it on compute capability 9.0 only.
-inline bool gemm(const float* a, long long lda, const float* w, long long ldw, const float* bias, float* c,
-                 long long ldc, int m, int n, int k, float* scratch, cudaStream_t stream) {
+template <int kWarpgroups = 3, int kStages = 3>
+bool gemm(const float* a, long long lda, const float* w, long long ldw, const float* bias, float* c, long long ldc,
+          int m, int n, int k, float* scratch, cudaStream_t stream) {
+  using T = Tiling<kWarpgroups, kStages>;
+  constexpr int kTileM = T::kTileM;
   if (!gemm_applies(a, w, c, lda, ldw, ldc, m, n, k)) return false;
   if (m == 0) return true;
   const long long tiles = (long long)((m + kTileM - 1) / kTileM) * ((n + kTileN - 1) / kTileN);
@@ -237,8 +268,9 @@ inline bool gemm(const float* a, long long lda, const float* w, long long ldw, c
   Args g;
   g.a = a, g.w_big = scratch, g.w_small = scratch + img, g.bias = bias, g.c = c;
   g.lda = lda, g.ldc = ldc, g.m = m, g.n = n, g.k = k;
-  cudaFuncSetAttribute(gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
-  gemm_kernel<<<unsigned(tiles), kThreads, kSharedBytes, stream>>>(g);
+  cudaFuncSetAttribute(gemm_kernel<kWarpgroups, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                       T::kSharedBytes);
+  gemm_kernel<kWarpgroups, kStages><<<unsigned(tiles), T::kThreads, T::kSharedBytes, stream>>>(g);
   return true;
 }
 

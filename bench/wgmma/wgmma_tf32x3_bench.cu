@@ -1,6 +1,8 @@
 // The wgmma 3xTF32 kernel (kokkos/tensor_core_gemm_wgmma.hpp) against the mma.sync kernel
 // (kokkos/tensor_core_gemm.hpp) and cuBLAS on model v2's SO(2) GEMM shapes (UMA-S, M = 281 232
-// edges): time (median of --reps, the W split included) and max |C - C_fp64| / max |C_fp64|.
+// edges): time (median of --reps, the W split included) and max |C - C_fp64| / max |C_fp64|;
+// the wgmma kernel in the engine's tiling (3 warpgroups per block x 3 stages of k tiles,
+// tcw::gemm's default) and in 2 x 3.
 // (The other reading of the descriptor's LBO / SBO,
 // swapped, reads shared memory out of range under compute-sanitizer; doc/performance.md,
 // "Precision modes".) Build and run on a GPU machine:
@@ -38,8 +40,8 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("device %s, M %d, median of %d (ms; error max|dC|/max|C| against fp64)\n", prop.name, m, reps);
-  std::printf("%5s %5s | %8s %8s %8s | %8s %8s %8s | TFLOP/s tf32 mma.sync wgmma\n", "K", "N", "tf32", "mma.sync",
-              "wgmma", "sgemm", "mma.sync", "wgmma");
+  std::printf("%5s %5s | %8s %8s %8s | %8s %8s %8s | TFLOP/s tf32 mma.sync wgmma | wgmma 2x3: ms (error)\n",
+              "K", "N", "tf32", "mma.sync", "wgmma", "sgemm", "mma.sync", "wgmma");
   for (const auto& sh : shapes) {
     const int k = sh[0], n = sh[1];
     const int mm = (k == 100) ? 1000 : m;  // an odd small shape: K and N not multiples of 8 / 128
@@ -72,11 +74,13 @@ int main(int argc, char** argv) {
                      CUBLAS_GEMM_DEFAULT);
       else if (which == 1)
         edgeframe::kk::tc::gemm<3>(t, 0);
-      else
+      else if (which == 2)
         edgeframe::kk::tcw::gemm(a, k, w, k, nullptr, c, n, mm, n, k, wb, 0);
+      else
+        edgeframe::kk::tcw::gemm<2, 3>(a, k, w, k, nullptr, c, n, mm, n, k, wb, 0);
     };
-    double ms[5], rel[5];
-    for (int which : {0, 1, 2, 4}) {
+    double ms[6], rel[6];
+    for (int which : {0, 1, 2, 4, 5}) {
       poison<<<(nc + 255) / 256, 256>>>(c, nc);
       run(which);
       CHECK_CUDA(cudaGetLastError());
@@ -89,8 +93,9 @@ int main(int argc, char** argv) {
       ms[which] = median_ms(e0, e1, reps, [&] { run(which); });
     }
     const double tflop = 2.0 * mm * k * n * 1e-12;
-    std::printf("%5d %5d | %8.3f %8.3f %8.3f | %8.1e %8.1e %8.1e | %5.0f %5.0f %5.0f\n", k, n, ms[0], ms[1], ms[2],
-                rel[4], rel[1], rel[2], tflop / ms[0] * 1e3, tflop / ms[1] * 1e3, tflop / ms[2] * 1e3);
+    std::printf("%5d %5d | %8.3f %8.3f %8.3f | %8.1e %8.1e %8.1e | %5.0f %5.0f %5.0f | %.3f (%.1e)\n",
+                k, n, ms[0], ms[1], ms[2], rel[4], rel[1], rel[2], tflop / ms[0] * 1e3, tflop / ms[1] * 1e3,
+                tflop / ms[2] * 1e3, ms[5], rel[5]);
     cudaFree(a), cudaFree(w), cudaFree(c), cudaFree(wb), cudaFree(ad), cudaFree(wd), cudaFree(cd), cudaFree(err);
   }
   cublasDestroy(h);
