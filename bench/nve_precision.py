@@ -12,6 +12,11 @@ Plot with tools/plot_nve_precision.py.
         [--temperature 600] [--seed 1]
 """
 
+# edgeframe before numpy: on the GPU machine's Python 3.12 (numpy 2.5.2 with scipy-openblas,
+# torch 2.11) creating a Model segfaulted when numpy or torch had been imported first, and worked
+# the other way round (bench/results/h100_2026-12-06/results.md, call 10).
+import edgeframe  # noqa: I001  (isort: skip)
+
 import argparse
 import json
 import pathlib
@@ -19,8 +24,6 @@ import sys
 import time
 
 import numpy as np
-
-import edgeframe
 
 KB = 8.617333262e-5          # eV / K
 AMU_A2_FS2_IN_EV = 103.642697  # 1 amu A^2 / fs^2 in eV
