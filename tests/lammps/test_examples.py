@@ -8,8 +8,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 # Tersoff 1989 carbon's relaxed diamond lattice constant, the v2 potential's training reference
-# (its validation: 3.56585 A against Tersoff's 3.56584, potentials/README.md); issue 25's bound
-# on a0 is 0.1 %.
+# (its validation at full size: 3.56586 A against Tersoff's 3.56584, potentials/README.md);
+# issue 25's bound on a0 is 0.1 %.
 TERSOFF_A0 = 3.56584
 A0_BOUND = 1e-3
 # Velocity Verlet's energy error is O(dt^2) for a smooth potential whose forces are its energy's

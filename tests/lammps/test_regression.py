@@ -65,9 +65,10 @@ run 20
 # the shipped potentials, 64-atom diamond and 54-atom
 # bcc Cu, 20 steps of 0.5 fs), replayed as a user would: in.regression, then compare.py.
 # Measured worst deviations over the 20 steps (the shipped model v2 potentials, C-diamond-v2
-# version 3 and Cu-v2): diamond fp64 2.0e-15 A, fp32 1.7e-8 A; bcc Cu fp64 3.8e-15 A, fp32
+# version 4 and Cu-v2): diamond fp64 1.3e-15 A, fp32 1.7e-8 A; bcc Cu fp64 3.8e-15 A, fp32
 # 2.8e-9 A (fp32 forces are within ~1e-6 of fp64, and position errors grow as t^2 from there).
-# The v1 files gave the same orders (carbon v9: 1.5e-15 / 2.1e-8 A; copper v4: 5.8e-15 / 1.4e-9 A).
+# Earlier files gave the same orders (C-diamond-v2 version 3: 2.0e-15 / 1.7e-8 A; carbon v9:
+# 1.5e-15 / 2.1e-8 A; copper v4: 5.8e-15 / 1.4e-9 A).
 STORED_TOL = {"fp64": 1e-8, "fp32": 3e-7}    # Angstrom: >= 2.6e6x and >= 17x above the measured
 STORED = {"diamond": ("C-diamond-v2.safetensors", "C"), "cu-bcc": ("Cu-v2.safetensors", "Cu")}
 

@@ -120,7 +120,8 @@ declare -A VARIANT=(
   # gpu-2026-12-03c): at 0.5 meV/atom off, their energy term, even x20, was about a third of a
   # frame's force term (45 meV/A squared). Here the fault and relaxed frames' energy x200 and the fault line drawn
   # 12 times per epoch, from the shipped file, with the strained frames drawn 3 times (Cu-sfw-v2
-  # lost three elastic constants). Carbon: version 3 (the shipped file) once more at lr 2e-4.
+  # lost three elastic constants). Carbon: version 3 once more at lr 2e-4 (what made version 4;
+  # to repeat it, pass version 3 as INIT_C: potentials/README.md).
   [Cu-sfw2-v2]="Cu --init-from ${INIT_CU:-potentials/Cu-v2.safetensors} --lr 5e-4 --w-energy 100 --w-virial 50 --oversample lattice=3 relaxed=3 eos=2 strain=3 atom=10 fault=12 --energy-weight lattice=20 relaxed=200 fault=200"
   [C-e100b-v2]="C --init-from ${INIT_C:-potentials/C-diamond-v2.safetensors} --lr 2e-4 --w-energy 100 --w-virial 30 --oversample lattice=3 relaxed=5 eos=2 atom=10"
 )
