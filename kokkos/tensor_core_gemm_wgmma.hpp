@@ -151,7 +151,6 @@ __device__ __forceinline__ void load_stage(const Args& g, float* st, int m0, int
   }
 }
 
-
 // One k tile (4 k steps of 8) of a warpgroup's 64 x 128 product from a stage in shared memory:
 // the three products of each 16 k's summed from zero in `part` (scale-d 0 on the first) and added
 // to `acc` in fp32.
@@ -268,8 +267,7 @@ bool gemm(const float* a, long long lda, const float* w, long long ldw, const fl
   Args g;
   g.a = a, g.w_big = scratch, g.w_small = scratch + img, g.bias = bias, g.c = c;
   g.lda = lda, g.ldc = ldc, g.m = m, g.n = n, g.k = k;
-  cudaFuncSetAttribute(gemm_kernel<kWarpgroups, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                       T::kSharedBytes);
+  cudaFuncSetAttribute(gemm_kernel<kWarpgroups, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSharedBytes);
   gemm_kernel<kWarpgroups, kStages><<<unsigned(tiles), T::kThreads, T::kSharedBytes, stream>>>(g);
   return true;
 }

@@ -40,8 +40,8 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("device %s, M %d, median of %d (ms; error max|dC|/max|C| against fp64)\n", prop.name, m, reps);
-  std::printf("%5s %5s | %8s %8s %8s | %8s %8s %8s | TFLOP/s tf32 mma.sync wgmma | wgmma 2x3: ms (error)\n",
-              "K", "N", "tf32", "mma.sync", "wgmma", "sgemm", "mma.sync", "wgmma");
+  std::printf("%5s %5s | %8s %8s %8s | %8s %8s %8s | TFLOP/s tf32 mma.sync wgmma | wgmma 2x3: ms (error)\n", "K", "N",
+              "tf32", "mma.sync", "wgmma", "sgemm", "mma.sync", "wgmma");
   for (const auto& sh : shapes) {
     const int k = sh[0], n = sh[1];
     const int mm = (k == 100) ? 1000 : m;  // an odd small shape: K and N not multiples of 8 / 128
@@ -93,9 +93,9 @@ int main(int argc, char** argv) {
       ms[which] = median_ms(e0, e1, reps, [&] { run(which); });
     }
     const double tflop = 2.0 * mm * k * n * 1e-12;
-    std::printf("%5d %5d | %8.3f %8.3f %8.3f | %8.1e %8.1e %8.1e | %5.0f %5.0f %5.0f | %.3f (%.1e)\n",
-                k, n, ms[0], ms[1], ms[2], rel[4], rel[1], rel[2], tflop / ms[0] * 1e3, tflop / ms[1] * 1e3,
-                tflop / ms[2] * 1e3, ms[5], rel[5]);
+    std::printf("%5d %5d | %8.3f %8.3f %8.3f | %8.1e %8.1e %8.1e | %5.0f %5.0f %5.0f | %.3f (%.1e)\n", k, n, ms[0],
+                ms[1], ms[2], rel[4], rel[1], rel[2], tflop / ms[0] * 1e3, tflop / ms[1] * 1e3, tflop / ms[2] * 1e3,
+                ms[5], rel[5]);
     cudaFree(a), cudaFree(w), cudaFree(c), cudaFree(wb), cudaFree(ad), cudaFree(wd), cudaFree(cd), cudaFree(err);
   }
   cublasDestroy(h);
