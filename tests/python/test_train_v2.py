@@ -9,7 +9,7 @@ import re
 
 import pytest
 import torch
-from conftest import run_train
+from conftest import ROOT, run_train
 from test_train_init_from import TINY as TINY_V1
 
 from edgeframe_ref.potential_io_v2 import load_model_v2
@@ -127,3 +127,58 @@ def test_oversample_names_a_missing_family_then_weights_a_present_one(first_run)
     assert training["oversample"] == [f"{family}=3"]
     assert training["energy_weight"] == [f"{family}=20"]
     assert f"energy term weighted: {family} x20" in run.stdout
+
+
+def test_energy_difference_residual_is_the_difference_per_atom():
+    from train.differences import residuals
+    # Frames of 4 and 8 atoms against a 2-atom anchor: model minus reference differences
+    # (E_f - n_f / 2 E_a) - (E_ref,f - n_f / 2 E_ref,a), per atom of the frame.
+    e = torch.tensor([-10.0, -19.0], dtype=torch.float64)
+    e_ref = torch.tensor([-10.4, -20.0], dtype=torch.float64)
+    r = residuals(e, e_ref, torch.tensor([4, 8]), -5.1, -5.0, 2)
+    want = [((-10.0 + 10.2) - (-10.4 + 10.0)) / 4, ((-19.0 + 20.4) - (-20.0 + 20.0)) / 8]
+    assert r.tolist() == pytest.approx(want, rel=1e-14)
+
+
+def test_energy_difference_term_is_measured_against_the_anchor(first_run):
+    tmp_path, _, out1 = first_run
+    anchor = "C/lattice/diamond_perfect_s1.0"
+    for bad, message in ((["--energy-difference", "relaxed=5"], "needs --difference-anchor"),
+                         (["--energy-difference", "relaxed=5", "--difference-anchor", "C/none"],
+                          "--difference-anchor C/none: the training split has no trajectory of that name"),
+                         (["--energy-difference", "nosuch=5", "--difference-anchor", anchor],
+                          "--energy-difference nosuch=5: the data has no family 'nosuch'"),
+                         (["--difference-anchor", anchor], "given without --energy-difference")):
+        run, _ = train(tmp_path, "difference-bad", *bad)
+        assert run.returncode != 0 and message in run.stdout + run.stderr, (bad, (run.stdout + run.stderr)[-1500:])
+    run, out = train(tmp_path, "difference", "--energy-difference", "relaxed=5", "--difference-anchor", anchor,
+                     "--final-splits", "train")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert re.search(r"energy differences against C/lattice/diamond_perfect_s1.0: relaxed x5 \(\d+ training frames\)",
+                     run.stdout)
+    # The same seed, frames and first step as first_run: the step's loss holds the term on top.
+    first_loss = json.loads((out1 / "history.json").read_text())[0]["train_loss"]
+    assert json.loads((out / "history.json").read_text())[0]["train_loss"] > first_loss
+    reported = json.loads((out / "metrics.json").read_text())["train"]["energy_difference_rmse_meV_atom"]
+    # The same RMSE from the written file through the reference model: every training frame of
+    # the family against the first frame of the anchor trajectory.
+    from train.dataset import build_splits
+    model = load_model_v2(out / "C.safetensors", dtype=torch.float64)
+    split = build_splits(ROOT / "tools" / "data", "C", ["C"], model.cfg.r_cut, tmp_path / "cache")["train"]
+
+    def energy(k):
+        b = split.batch(torch.tensor([k]))
+        z = torch.full_like(b["species"], 6)
+        model.set_system(z.tolist())
+        with torch.no_grad():
+            e = float(model(z, b["edge_i"], b["edge_j"], b["vec"]).sum())
+        return e, float(b["energy"][0]), int(b["n_atoms"][0])
+
+    e_a, ref_a, n_a = energy(split.trajectory.index(anchor))
+    r = []
+    for k, fam in enumerate(split.family):
+        if fam == "relaxed":
+            e, ref, n = energy(k)
+            r.append(((e - n / n_a * e_a) - (ref - n / n_a * ref_a)) / n)
+    assert len(r) > 1
+    assert reported == pytest.approx(1e3 * (sum(x * x for x in r) / len(r)) ** 0.5, rel=1e-9)

@@ -127,7 +127,8 @@ def neighbor_lists(arrays, frame_ids, r_cut, desc=""):
 
 
 def build_splits(datadir, element, species_list, r_cut, cache_dir=None):
-    """{split: PackedGraphs, "meta": data set metadata}; each split has .family per frame.
+    """{split: PackedGraphs, "meta": data set metadata}; each split has .family and
+    .trajectory (the trajectory's name) per frame.
 
     With cache_dir, the neighbour lists (compact: int16 atom indices, int8 image shifts) are
     stored in an .npz keyed by the data's digest and r_cut, so a run on another machine
@@ -160,6 +161,7 @@ def build_splits(datadir, element, species_list, r_cut, cache_dir=None):
         ids = [f for f, s in enumerate(split) if s == name]
         g = PackedGraphs(arrays, ids, species_list, element, r_cut, lists=lists)
         g.family = [family[f] for f in ids]
+        g.trajectory = [meta["trajectories"][t]["name"] for t in arrays["traj"][ids]]
         out[name] = g
     out["meta"] = meta
     return out

@@ -256,6 +256,16 @@ def parse_args(argv=None):
                          "in the validation loss that picks the best epoch: energy differences "
                          "between nearly equal structures (a stacking fault and the perfect "
                          "crystal) need per-atom energies better than the data set's average")
+    ap.add_argument("--energy-difference", nargs="+", default=[], metavar="FAMILY=W",
+                    help="fit each FAMILY frame's energy over the --difference-anchor frame's "
+                         "(scaled to its atoms) to the reference's difference, weight W times "
+                         "the energy weight, in the loss and the validation loss "
+                         "(train/differences.py: a stacking fault against the perfect crystal)")
+    ap.add_argument("--difference-batch", type=int, default=8,
+                    help="--energy-difference frames drawn per step (0: all)")
+    ap.add_argument("--difference-anchor", default=None, metavar="TRAJECTORY",
+                    help="the training trajectory whose first frame is the anchor of "
+                         "--energy-difference, e.g. Cu/lattice/fcc_perfect_s1.0")
     ap.add_argument("--warmup-steps", type=int, default=0, help="0: the first epoch")
     ap.add_argument("--final-splits", nargs="+", default=["train", "val", "test"],
                     choices=["train", "val", "test"], help="splits evaluated at the end")
@@ -368,6 +378,7 @@ def main(argv=None):
         print(f"[{args.element}] neighbour lists ready in {args.cache}", flush=True)
         return None
     train, val, test = (splits[s] for s in ("train", "val", "test"))
+    train_all = train  # --energy-difference takes its frames from the whole training split
     if args.max_train_frames and train.n_frames > args.max_train_frames:
         from train.dataset import PackedGraphs  # noqa: F401  (subset through batch())
         keep = torch.linspace(0, train.n_frames - 1, args.max_train_frames).round().long()
@@ -411,8 +422,9 @@ def main(argv=None):
     ema = copy.deepcopy(model)
     for p in ema.parameters():
         p.requires_grad_(False)
-    for g in (train, val, test):
+    for g in (train, val, test, train_all):
         g.to(device)
+    diffs = _energy_differences(args, train_all, val, test)
     n_params = sum(p.numel() for p in model.parameters())
     # The model's own avg_neighbors and e0 (with --init-from the earlier run's, not this data's).
     fitted = f" (this data's: avg_neighbors {avg_nb}, e0 {e0})" if init_state is not None else ""
@@ -483,6 +495,8 @@ def main(argv=None):
             le, lf, lw = loss_terms(predict(model, b, create_graph=True), b,
                                     train_energy_weight[idx.to(device)] if energy_factors else None)
             loss = weights[0] * le + weights[1] * lf + weights[2] * lw
+            if "train" in diffs:
+                loss = loss + weights[0] * diffs["train"].loss(model, args.difference_batch, gen)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
@@ -501,6 +515,7 @@ def main(argv=None):
         if epoch % args.eval_every == 0 or epoch == planned or halt or best_epoch == 0:
             vm, _ = metrics(ema, val, args.eval_batch, weights, energy_factors)
             vm.pop("per_family")
+            _add_differences(vm, diffs.get("val"), ema, weights)
             rec = dict(epoch=epoch, step=step, lr=lr_at(epoch - 1, steps_per_epoch),
                        train_loss=running / steps_done, val=vm,
                        seconds=round(time.time() - train_start, 1))
@@ -516,7 +531,7 @@ def main(argv=None):
                       f"{rec['lr']:.2e} train {rec['train_loss']:.4g} val {vm['loss']:.4g} "
                       f"E {vm['energy_rmse_meV_atom']:.2f} meV/atom F "
                       f"{vm['force_rmse_meV_A']:.1f} meV/A W {vm['virial_rmse_meV_atom']:.1f} "
-                      f"meV/atom ({rec['seconds'] / step:.3f} s/step)", flush=True)
+                      f"meV/atom{_difference_note(vm)} ({rec['seconds'] / step:.3f} s/step)", flush=True)
         bar.update(1)
         now = time.time()
         if args.time_budget > 0 and epoch <= 3:
@@ -559,6 +574,9 @@ def main(argv=None):
                                                     virial=weights[2]), ema=args.ema,
                    seed=args.seed, torch=torch.__version__, stop=stop_reason,
                    oversample=args.oversample or None, energy_weight=args.energy_weight or None,
+                   energy_difference=args.energy_difference or None,
+                   difference_anchor=args.difference_anchor if args.energy_difference else None,
+                   difference_batch=args.difference_batch if args.energy_difference else None,
                    init_from=str(args.init_from) if args.init_from else None)
     data_desc = (f"tools/data/{args.element}.npz (sha256 of arrays "
                  f"{data_meta['sha256_arrays'][:16]}...), {data_meta['potential']['style']} "
@@ -589,6 +607,7 @@ def main(argv=None):
         if split_name not in args.final_splits:
             continue
         m, pred = metrics(final, g, args.eval_batch, weights, energy_factors)
+        _add_differences(m, diffs.get(split_name), final, weights)
         results[split_name] = m
         if split_name == "test":
             plot_parity(g, pred, out / "parity.png", parity_title(args.element, m))
@@ -603,7 +622,7 @@ def main(argv=None):
     t = results[name]
     print(f"[{args.element}] {name.upper()} energy RMSE {t['energy_rmse_meV_atom']:.3f} meV/atom, "
           f"force RMSE {t['force_rmse_meV_A']:.2f} meV/A, virial RMSE "
-          f"{t['virial_rmse_meV_atom']:.2f} meV/atom -> {pot_path}", flush=True)
+          f"{t['virial_rmse_meV_atom']:.2f} meV/atom{_difference_note(t)} -> {pot_path}", flush=True)
     for fam, v in t["per_family"].items():
         print(f"[{args.element}]   {fam:10s} E {v['energy_rmse_meV_atom']:8.3f} F "
               f"{v['force_rmse_meV_A']:8.2f} W {v['virial_rmse_meV_atom']:8.2f}", flush=True)
@@ -640,6 +659,44 @@ def _init_from_v2(path, cfg, hp):
     return given, state, ck
 
 
+def _energy_differences(args, train_all, val, test):
+    """{split: EnergyDifferences} for --energy-difference (splits without such frames left out;
+    "train" always present when the option is given)."""
+    if not args.energy_difference:
+        if args.difference_anchor:
+            raise SystemExit("--difference-anchor: given without --energy-difference")
+        return {}
+    from train.differences import EnergyDifferences, anchor_position, parse_energy_difference
+    if not args.difference_anchor:
+        raise SystemExit("--energy-difference: needs --difference-anchor TRAJECTORY (the perfect crystal)")
+    factors = parse_energy_difference(args.energy_difference, train_all.family + val.family + test.family)
+    anchor = anchor_position(train_all, args.difference_anchor)
+    out = {name: EnergyDifferences(g, train_all, anchor, factors)
+           for name, g in (("train", train_all), ("val", val), ("test", test))}
+    if not len(out["train"]):
+        raise SystemExit(f"--energy-difference: the training split has no frame of "
+                         f"{', '.join(factors)}")
+    print(f"[{args.element}] energy differences against {args.difference_anchor}: "
+          f"{', '.join(f'{k} x{v:g}' for k, v in factors.items())} "
+          f"({len(out['train'])} training frames)", flush=True)
+    return {k: v for k, v in out.items() if len(v)}
+
+
+def _add_differences(m, diffs, model, weights):
+    """m (a metrics dict) gets the difference RMSE and its term in the loss."""
+    if diffs is None:
+        return
+    rmse, mean_sq = diffs.rmse_and_loss(model)
+    m["energy_difference_rmse_meV_atom"] = rmse
+    if "loss" in m:
+        m["loss"] += weights[0] * mean_sq
+
+
+def _difference_note(m):
+    key = "energy_difference_rmse_meV_atom"
+    return f" dE {m[key]:.3f} meV/atom" if key in m else ""
+
+
 def _wrap_v2(model, species):
     """A loaded EdgeFrameModelV2 in the trainer's calling convention (train/v2.py)."""
     from train.v2 import TrainableV2
@@ -669,6 +726,7 @@ def _subset(graphs, keep, sub):
     g.energy, g.virial = sub["energy"], sub["virial"]
     g.composition = graphs.composition[keep]
     g.family = [graphs.family[k] for k in keep_np]
+    g.trajectory = [graphs.trajectory[k] for k in keep_np]
     return g
 
 
