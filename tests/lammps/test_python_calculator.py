@@ -1,8 +1,10 @@
 """The engine from Python (doc/python.md): edgeframe.Calculator on ASE atoms against pair_style
 edgeframe in LAMMPS on the same structure (energy, forces, stress, per-atom energies to 1e-12 in
-fp64), ASE's numerical stress, an ASE relaxation and NVE run, and the bad-input errors. Needs the
+fp64), ASE's numerical stress, an ASE relaxation and NVE run, the bad-input errors, and
+edgeframe.Model without ASE. Needs the
 module built (EDGEFRAME_BUILD_PYTHON; scripts/build.sh turns it on): ctest passes its folder as
 --python-dir."""
+import re
 import sys
 
 import numpy as np
@@ -131,3 +133,21 @@ def test_model_compute_rejects_species_and_pair_indices_out_of_range(small_model
     with pytest.raises(ValueError, match=r"pair_j: pair 1 has atom index 2, outside 0..1"):
         model.compute(x, np.array([0, 1], np.int32), pair_i, np.array([1, 2], np.int32), shifts, energies=True,
                       virial=False)
+
+
+def test_model_works_without_ase(request, small_model):
+    # edgeframe.Model needs no ASE (the GPU machine has none); the calculator, which does, is
+    # imported when first asked for and says so then.
+    import subprocess
+    _, path = small_model
+    folder = request.config.getoption("--python-dir")
+    if not folder:
+        pytest.skip("the Python module was not built (configure with -DEDGEFRAME_BUILD_PYTHON=ON)")
+    code = (f"import sys; sys.path.insert(0, {folder!r}); sys.modules['ase'] = None\n"
+            "import edgeframe\n"
+            "assert 'edgeframe.calculator' not in sys.modules\n"
+            f"m = edgeframe.Model({str(path)!r}, 'fp64'); print('r_cut', m.r_cut)\n"
+            "try:\n    edgeframe.Calculator\nexcept ImportError as e:\n    print('calculator:', e)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "r_cut 2.8" in run.stdout and re.search(r"calculator: .*\base\b", run.stdout), run.stdout
