@@ -1,9 +1,8 @@
 """The engine from Python (doc/python.md): edgeframe.Calculator on ASE atoms against pair_style
 edgeframe in LAMMPS on the same structure (energy, forces, stress, per-atom energies to 1e-12 in
 fp64), ASE's numerical stress, an ASE relaxation and NVE run, the bad-input errors, and
-edgeframe.Model without ASE. Needs the
-module built (EDGEFRAME_BUILD_PYTHON; scripts/build.sh turns it on): ctest passes its folder as
---python-dir."""
+edgeframe.Model without ASE. Needs the module built (EDGEFRAME_BUILD_PYTHON; scripts/build.sh
+turns it on): ctest passes its folder as --python-dir."""
 import re
 import sys
 
