@@ -31,6 +31,8 @@
 
 #include <cstdint>
 
+#include "tensor_core_gemm.hpp"  // the operand split and the cp.async helpers
+
 namespace edgeframe::kk::tcw {
 
 constexpr int kTileN = 128, kTileK = 32;
@@ -61,8 +63,6 @@ inline long long w_image_floats(int n, int k) {
   return (long long)((n + kTileN - 1) / kTileN) * ((k + kTileK - 1) / kTileK) * kFloatsB;
 }
 
-__device__ __forceinline__ std::uint32_t tf32_head(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
-
 // W [n, k] row-major (ldw) -> the big and small images.
 __global__ void split_w(const float* w, long long ldw, int n, int k, float* big, float* small) {
   const int k_steps = ((k + kTileK - 1) / kTileK) * 4;
@@ -75,22 +75,13 @@ __global__ void split_w(const float* w, long long ldw, int n, int k, float* big,
   const int j = within / 512, i = (within % 512) / 32, r = (within % 32) / 4, c = within % 4;
   const int row = tile * kTileN + i * 8 + r, col = s * 8 + j * 4 + c;
   const float x = (row < n && col < k) ? w[row * ldw + col] : 0.f;
-  const std::uint32_t h = tf32_head(x);
+  const std::uint32_t h = tc::tf32_head(x);
   big[idx] = __uint_as_float(h);
   small[idx] = x - __uint_as_float(h);
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-__device__ __forceinline__ void copy16(float* dst, const float* src, bool ok) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(ok ? 16 : 0) : "memory");
-}
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void wait_copies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
@@ -141,13 +132,13 @@ __device__ __forceinline__ void load_stage(const Args& g, float* st, int m0, int
     const int r = idx / 8, c = idx % 8;
     const int gk = kt * kTileK + c * 4, gm = m0 + r;
     const bool ok = gk < g.k && gm < g.m;
-    copy16(sa + r * kPitchA + c * 4, ok ? g.a + gm * g.lda + gk : g.a, ok);
+    tc::copy16(sa + r * kPitchA + c * 4, ok ? g.a + gm * g.lda + gk : g.a, ok);
   }
   const long long off0 = ((long long)tile_n * k_tiles + kt) * kFloatsB;
 #pragma unroll
   for (int idx = threadIdx.x; idx < kFloatsB / 4; idx += T::kThreads) {  // 1024 chunks of each image
-    copy16(sb + idx * 4, g.w_big + off0 + idx * 4, true);
-    copy16(ss + idx * 4, g.w_small + off0 + idx * 4, true);
+    tc::copy16(sb + idx * 4, g.w_big + off0 + idx * 4, true);
+    tc::copy16(ss + idx * 4, g.w_small + off0 + idx * 4, true);
   }
 }
 
@@ -162,10 +153,7 @@ __device__ __forceinline__ void mma_tile(const float* sa, const float* sb, const
     const float x[4] = {ar[0], ar[8 * kPitchA], ar[4], ar[8 * kPitchA + 4]};
     std::uint32_t a_big[4], a_small[4];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      a_big[q] = tf32_head(x[q]);
-      a_small[q] = __float_as_uint(x[q] - __uint_as_float(a_big[q]));
-    }
+    for (int q = 0; q < 4; ++q) tc::to_operand<3>(x[q], a_big[q], a_small[q]);
     const std::uint64_t db = desc_of(sb + s * 1024), ds = desc_of(ss + s * 1024);
 #pragma unroll
     for (int i = 0; i < 64; ++i) pin(part[i]);
@@ -222,21 +210,21 @@ __global__ void __launch_bounds__(128 * kWarpgroups, 1) gemm_kernel(const Args g
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < k_tiles) load_stage<T>(g, smem + s * kStageFloats, m0, tile_n, s, k_tiles);
-    commit();
+    tc::copies_commit();
   }
   float acc[64], part[64];
 #pragma unroll
   for (int i = 0; i < 64; ++i) acc[i] = 0.f, part[i] = 0.f;
   for (int kt = 0; kt < k_tiles; ++kt) {
-    wait_copies<kStages - 2>();
+    tc::copies_wait<kStages - 2>();
     __syncthreads();
     if (kt + kStages - 1 < k_tiles)
       load_stage<T>(g, smem + ((kt + kStages - 1) % kStages) * kStageFloats, m0, tile_n, kt + kStages - 1, k_tiles);
-    commit();
+    tc::copies_commit();
     const float* sa = smem + (kt % kStages) * kStageFloats;
     mma_tile(sa, sa + T::kFloatsA, sa + T::kFloatsA + kFloatsB, row0, tig, part, acc);
   }
-  wait_copies<0>();
+  tc::copies_wait<0>();
   store_c(g, acc, m0, n0, row0, tig);
 #endif
 }
