@@ -15,28 +15,7 @@ and the loss adds w_energy * mean(W_f r_f^2), W_f the family's weight, over a ra
 (no forces): one forward and backward pass over the drawn frames per step.
 """
 
-import math
-
 import torch
-
-
-def parse_energy_difference(items, families):
-    """--energy-difference FAMILY=W ... -> {family: W}; a family no split has or a W that is
-    not a number > 0 stops the run with a message naming it."""
-    out = {}
-    for item in items:
-        name, sep, w = item.partition("=")
-        try:
-            value = float(w) if sep else float("nan")
-        except ValueError:
-            value = float("nan")
-        if not (value > 0 and math.isfinite(value)):
-            raise SystemExit(f"--energy-difference {item}: expected FAMILY=W with W a number > 0")
-        if name not in families:
-            raise SystemExit(f"--energy-difference {item}: the data has no family {name!r} "
-                             f"(it has {', '.join(dict.fromkeys(families))})")
-        out[name] = value
-    return out
 
 
 def anchor_position(graphs, name):

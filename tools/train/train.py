@@ -310,9 +310,9 @@ def parse_oversample(items, families):
     return out
 
 
-def parse_energy_weight(items, families):
-    """--energy-weight FAMILY=W ... -> {family: W}; a family no split has or a W that is not a
-    number > 0 stops the run with a message naming it."""
+def parse_family_weights(option, items, families):
+    """OPTION FAMILY=W ... -> {family: W}; a family no split has or a W that is not a number > 0
+    stops the run with a message naming the option and the item."""
     out = {}
     for item in items:
         name, sep, w = item.partition("=")
@@ -321,12 +321,17 @@ def parse_energy_weight(items, families):
         except ValueError:
             value = float("nan")
         if not (value > 0 and math.isfinite(value)):
-            raise SystemExit(f"--energy-weight {item}: expected FAMILY=W with W a number > 0")
+            raise SystemExit(f"{option} {item}: expected FAMILY=W with W a number > 0")
         if name not in families:
-            raise SystemExit(f"--energy-weight {item}: the data has no family {name!r} "
+            raise SystemExit(f"{option} {item}: the data has no family {name!r} "
                              f"(it has {', '.join(dict.fromkeys(families))})")
         out[name] = value
     return out
+
+
+def parse_energy_weight(items, families):
+    """--energy-weight FAMILY=W ... -> {family: W} (parse_family_weights)."""
+    return parse_family_weights("--energy-weight", items, families)
 
 
 def family_weights(families, factors):
@@ -666,10 +671,11 @@ def _energy_differences(args, train_all, val, test):
         if args.difference_anchor:
             raise SystemExit("--difference-anchor: given without --energy-difference")
         return {}
-    from train.differences import EnergyDifferences, anchor_position, parse_energy_difference
+    from train.differences import EnergyDifferences, anchor_position
     if not args.difference_anchor:
         raise SystemExit("--energy-difference: needs --difference-anchor TRAJECTORY (the perfect crystal)")
-    factors = parse_energy_difference(args.energy_difference, train_all.family + val.family + test.family)
+    factors = parse_family_weights("--energy-difference", args.energy_difference,
+                                   train_all.family + val.family + test.family)
     anchor = anchor_position(train_all, args.difference_anchor)
     out = {name: EnergyDifferences(g, train_all, anchor, factors)
            for name, g in (("train", train_all), ("val", val), ("test", test))}
