@@ -108,7 +108,8 @@ inline int device_channel_block(int channels) { return channels % 4 == 0 ? 4 : 1
 // the zeroed output. Two adds onto zero commute, so the result does not depend on which lands
 // first: still deterministic. Edges that add exact zeros (beyond r_cut in a graph kept with a
 // skin) leave both parts' sums as they were (Evaluator.EdgesBeyondTheCutoffAddNothing); a split
-// of one edge list into halves would not, so the unrotate forward pass is not split. Taken when
+// of one edge list into halves summed in Real would not (the unrotate forward pass sums its
+// parts in double instead: edge_list_parts). Taken when
 // the unsplit pass has fewer threads than the device runs at once (small systems: 512 atoms at
 // L2, C 128 give 49 152 threads against the H200's 270 336), where ncu found the node passes at
 // 13-15 % occupancy (doc/performance.md "Kernel forms").
@@ -118,11 +119,30 @@ int node_pass_split(const Exec& exec, int n_nodes, int lmax, int channels) {
   return threads < std::int64_t(exec.concurrency()) ? 2 : 1;
 }
 
+// Lanes per output element of the unrotate forward pass (device form, unrotate_aggregate.hpp):
+// 1, or 2 or 4 adjacent lanes that sum contiguous parts of a node's edge list in double and add
+// them over the lanes (warp shuffles: CUDA only). The most parts, up to 4, that keep the pass at
+// or below the threads the device runs at once (512 atoms at L2, C 128: 49 152 threads without
+// parts, 196 608 with 4, against the H200's 270 336); 1 where the unsplit pass fills the device.
+template <class Exec>
+int edge_list_parts(const Exec& exec, int n_nodes, int lmax, int channels) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
+    const std::int64_t threads = std::int64_t(n_nodes) * (lmax + 1) * channels / device_channel_block(channels);
+    const std::int64_t room = std::int64_t(exec.concurrency());
+    return threads * 4 <= room ? 4 : threads * 2 <= room ? 2 : 1;
+  }
+#endif
+  (void)exec, (void)n_nodes, (void)lmax, (void)channels;
+  return 1;
+}
+
 // Launches a device-form node pass: one iteration per (node, degree l, part s of the edge list,
-// block of V channels), index (((a (lmax + 1) + l) split + s) C / V + block), 64-bit
-// (band_layout.hpp degree_element), tag TagDeviceChannels<V, MaxL> with V =
-// device_channel_block and MaxL from with_degree_bound. f: a functor with lmax and channels;
-// split: the functor's own (1 or 2; with 2 its output must be zeroed first).
+// block of V channels), tag TagDeviceChannels<V, MaxL> with V = device_channel_block and MaxL
+// from with_degree_bound, 64-bit indices; split: parts of the edge list per element, which the
+// functor maps to indices itself (the pack's backward node pass: band_layout.hpp degree_element
+// with split 1 or 2, output zeroed first; the unrotate forward pass: adjacent lanes, 1, 2 or 4).
+// f: a functor with lmax and channels.
 template <class Exec, class F>
 void launch_device_node_pass(const char* label, const Exec& exec, const F& f, int n_nodes, int split = 1) {
   const std::int64_t items = std::int64_t(n_nodes) * (f.lmax + 1) * f.channels * split;

@@ -35,6 +35,7 @@ struct UnrotateAggregate {
   View1<Real, Exec> grad_env;           // [E] backward output (overwritten)
   double scale;                         // 1 / avg_neighbors
   int lmax, mmax, channels;
+  int forward_parts = 0;  // device form's forward: parts of a node's edge list (1, 2, 4); 0 by edge_list_parts
 };
 
 template <class Exec, class Real>
@@ -47,6 +48,7 @@ struct UnrotateForward {
   View3<Real, Exec> agg;
   double scale;
   int lmax, mmax, channels;
+  int parts = 1;  // device form: 1, or 2 / 4 adjacent lanes per element (edge_list_parts)
 
   // One team per node a: walk its incoming edges in CSR order, accumulating into its own rows.
   KOKKOS_INLINE_FUNCTION void operator()(TagHostForm, const Team& team) const {
@@ -73,41 +75,103 @@ struct UnrotateForward {
 
   // One thread per (node a, degree l, block of V channels c0..c0+V-1) keeps all 2l+1 output
   // rows (l, m') in registers (chunks of kMaxSlots for l >= 4) and reads each message element
-  // w[e, (l, m), c] once per chunk; each band entry serves V channels. Per element the host
-  // form's products in its order (edges in CSR order, then m). In a warp the lanes share a and
-  // l (when C / V is a multiple of 32): band, env and the CSR are broadcast loads.
+  // w[e, (l, m), c] once per chunk; each band entry serves V channels. In a warp the lanes share
+  // a and l (when C / V is a multiple of 32): band, env and the CSR are broadcast loads.
+  //   parts 1: per element the host form's products in its order (edges in CSR order, then m),
+  //            summed in Real.
+  //   parts P = 2, 4 (small systems, edge_list_parts): P adjacent lanes (index i = element P + s)
+  //            sum P contiguous parts of the node's edge list in double and add the parts over
+  //            the lanes, ((p0 + p1) + (p2 + p3)), which every lane gets bit for bit (addition
+  //            commutes); one rounding to Real. Edges that add exact zeros (beyond r_cut in a
+  //            graph kept with a skin) move the parts' boundaries, so the double sums regroup,
+  //            but the element changes only where that regrouping crosses a rounding boundary of
+  //            Real (Evaluator.EdgesBeyondTheCutoffAddNothing): a float sum split this way
+  //            failed that test (doc/performance.md "Kernel forms").
   template <int V, int MaxL>
   KOKKOS_INLINE_FUNCTION void operator()(TagDeviceChannels<V, MaxL>, std::int64_t i) const {
-    const DegreeElement el = degree_element(i, lmax, channels / V);
+    if (parts == 1) {
+      element<V, MaxL, Real, false>(degree_element(i, lmax, channels / V), 0, 1);
+      return;
+    }
+    const DegreeElement el = degree_element(i / parts, lmax, channels / V);
+    const int s = int(i % parts);
+    KOKKOS_IF_ON_DEVICE((element<V, MaxL, double, false>(el, s, parts);))
+    // Host backends (the tests) have no lanes to add over: the first lane sums every part.
+    KOKKOS_IF_ON_HOST((if (s == 0) element<V, MaxL, double, true>(el, 0, parts);))
+  }
+
+  // Sums part s of P of node el.a's edges for element el, adds the parts over the P lanes and
+  // stores the sum from lane s = 0. AllParts (host backends): this lane sums every part and adds
+  // them in the lanes' order.
+  template <int V, int MaxL, class Acc, bool AllParts>
+  KOKKOS_INLINE_FUNCTION void element(const DegreeElement& el, int s, int P) const {
     const int a = el.a, l = el.l, c0 = el.cb * V, k = band_k(l, mmax), off = band_offset(l, mmax), nrow = 2 * l + 1;
     if (l > MaxL) return;  // never taken (the launcher); tells the compiler which paths exist
+    const int e_begin = recv_offsets(a), n = recv_offsets(a + 1) - e_begin;
     with_row_slots<(MaxL <= 3)>(nrow, [&](auto slots) {
       constexpr int NV = decltype(slots)::value;
       for (int t0 = 0; t0 < nrow; t0 += NV) {
-        Real acc[NV][V];
-        EDGEFRAME_UNROLL
-        for (int t = 0; t < NV; ++t)
-          for (int v = 0; v < V; ++v) acc[t][v] = Real(0);
-        for (int e = recv_offsets(a); e < recv_offsets(a + 1); ++e) {
-          const Real se = static_cast<Real>(scale) * env(e);
-          for (int m = -k; m <= k; ++m) {
-            Real wv[V];
-            for (int v = 0; v < V; ++v) wv[v] = w(e, packed_row(l, m, lmax), c0 + v);
-            const int b = off + (m + k) * nrow + t0;
-            EDGEFRAME_UNROLL
-            for (int t = 0; t < NV; ++t)
-              if (t0 + t < nrow) {
-                const Real d = se * band(e, b + t);
-                for (int v = 0; v < V; ++v) acc[t][v] += d * wv[v];
-              }
+        Acc acc[NV][V];
+        auto sum_part = [&](int part, Acc(&out)[NV][V]) {
+          EDGEFRAME_UNROLL
+          for (int t = 0; t < NV; ++t)
+            for (int v = 0; v < V; ++v) out[t][v] = Acc(0);
+          const int e0 = e_begin + int(std::int64_t(n) * part / P),
+                    e1 = e_begin + int(std::int64_t(n) * (part + 1) / P);
+          for (int e = e0; e < e1; ++e) {
+            const Real se = static_cast<Real>(scale) * env(e);
+            for (int m = -k; m <= k; ++m) {
+              Real wv[V];
+              for (int v = 0; v < V; ++v) wv[v] = w(e, packed_row(l, m, lmax), c0 + v);
+              const int b = off + (m + k) * nrow + t0;
+              EDGEFRAME_UNROLL
+              for (int t = 0; t < NV; ++t)
+                if (t0 + t < nrow) {
+                  const Real d = se * band(e, b + t);
+                  for (int v = 0; v < V; ++v) out[t][v] += Acc(d) * Acc(wv[v]);
+                }
+            }
           }
+        };
+        if constexpr (AllParts) {
+          Acc part_sum[4][NV][V];
+          for (int q = 0; q < P; ++q) sum_part(q, part_sum[q]);
+          EDGEFRAME_UNROLL
+          for (int t = 0; t < NV; ++t)
+            for (int v = 0; v < V; ++v)
+              acc[t][v] = P == 2 ? part_sum[0][t][v] + part_sum[1][t][v]
+                                 : (part_sum[0][t][v] + part_sum[1][t][v]) + (part_sum[2][t][v] + part_sum[3][t][v]);
+        } else {
+          sum_part(s, acc);
+          if (P > 1) add_over_parts<NV, V>(acc, P);
         }
+        if (s > 0) continue;
         EDGEFRAME_UNROLL
         for (int t = 0; t < NV; ++t)
           if (t0 + t < nrow)
-            for (int v = 0; v < V; ++v) agg(a, l * l + t0 + t, c0 + v) = acc[t][v];
+            for (int v = 0; v < V; ++v) agg(a, l * l + t0 + t, c0 + v) = static_cast<Real>(acc[t][v]);
       }
     });
+  }
+
+  // The sum over the P adjacent lanes of an element (P = 2, 4; device only): butterfly rounds
+  // with the lanes 1 and 2 away, so every lane ends with ((p0 + p1) + (p2 + p3)).
+  template <int NV, int V, class Acc>
+  KOKKOS_INLINE_FUNCTION static void add_over_parts(Acc (&acc)[NV][V], int P) {
+#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDA_ARCH__)
+    // Kokkos' range policy puts consecutive indices on consecutive threads of a block (its
+    // threadIdx.y on CUDA, blockDim.x 1), and blocks of a multiple of 32 threads.
+    const unsigned lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32u;
+    const unsigned group = ((1u << P) - 1u) << (lane & ~unsigned(P - 1));
+    for (int offset = 1; offset < P; offset *= 2) {
+      EDGEFRAME_UNROLL
+      for (int t = 0; t < NV; ++t)
+        for (int v = 0; v < V; ++v) acc[t][v] += __shfl_xor_sync(group, acc[t][v], offset);
+    }
+#else
+    (void)acc;
+    (void)P;
+#endif
   }
 };
 
@@ -311,10 +375,13 @@ struct UnrotateBackward {
 template <class Exec, class Real>
 void unrotate_aggregate_forward(const Exec& exec, const UnrotateAggregate<Exec, Real>& p, int n_nodes,
                                 KernelForm form = native_form<Exec>()) {
-  const UnrotateForward<Exec, Real> f{p.w, p.band, p.env, p.recv_offsets, p.agg, p.scale, p.lmax, p.mmax, p.channels};
-  if (form == KernelForm::device)
-    launch_device_node_pass("edgeframe::unrotate_aggregate", exec, f, n_nodes);
-  else
+  UnrotateForward<Exec, Real> f{p.w, p.band, p.env, p.recv_offsets, p.agg, p.scale, p.lmax, p.mmax, p.channels};
+  if (form == KernelForm::device) {
+    f.parts = p.forward_parts > 0 ? p.forward_parts : edge_list_parts(exec, n_nodes, p.lmax, p.channels);
+    if (f.parts != 1 && f.parts != 2 && f.parts != 4)
+      throw std::invalid_argument("edgeframe: unrotate_aggregate's forward_parts must be 1, 2 or 4");
+    launch_device_node_pass("edgeframe::unrotate_aggregate", exec, f, n_nodes, f.parts);
+  } else
     Kokkos::parallel_for("edgeframe::unrotate_aggregate", team_policy<Exec, TagHostForm>(exec, n_nodes), f);
 }
 
