@@ -12,5 +12,6 @@ bool switch_on(const char* name) {
 }  // namespace
 
 bool debug_poison_scratch() { return switch_on("EDGEFRAME_POISON_SCRATCH"); }
+bool debug_unrotate_unparted() { return switch_on("EDGEFRAME_UNROTATE_PARTS"); }
 
 }  // namespace edgeframe

@@ -11,4 +11,9 @@ namespace edgeframe {
 // does the same per evaluator).
 bool debug_poison_scratch();
 
+// EDGEFRAME_UNROTATE_PARTS=1: the unrotate forward pass without parts of the edge list
+// (kernel_common.hpp edge_list_parts), for the A/B measurement of the parted form
+// (bench/results/h200_2026-12-06); removed once measured.
+bool debug_unrotate_unparted();
+
 }  // namespace edgeframe

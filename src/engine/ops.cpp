@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "band_layout.hpp"
+#include "debug_switches.hpp"
 #include "edge_frame_pack.hpp"
 #include "forces.hpp"
 #include "layer_norm_silu.hpp"
@@ -316,6 +317,7 @@ Tensor unrotate_forward(const Tensor& w, const Tensor& band, const Tensor& env, 
   Tensor agg = torch::empty({N, kk::n_coeffs(part.lmax), s.channels}, options(bridge::dtype_of<Real>()));
   auto f = unrot_functor<Real>(s, part, w, band, env);
   f.agg = bridge::view3<Real>(agg, "aggregate");
+  f.forward_parts = debug_unrotate_unparted() ? 1 : 0;
   const Exec exec = bridge::exec_instance();
   kk::unrotate_aggregate_forward(exec, f, N);
   fence_for_torch(exec);
