@@ -133,18 +133,7 @@ struct UnrotateForward {
             }
           }
         };
-        if constexpr (AllParts) {
-          Acc part_sum[4][NV][V];
-          for (int q = 0; q < P; ++q) sum_part(q, part_sum[q]);
-          EDGEFRAME_UNROLL
-          for (int t = 0; t < NV; ++t)
-            for (int v = 0; v < V; ++v)
-              acc[t][v] = P == 2 ? part_sum[0][t][v] + part_sum[1][t][v]
-                                 : (part_sum[0][t][v] + part_sum[1][t][v]) + (part_sum[2][t][v] + part_sum[3][t][v]);
-        } else {
-          sum_part(s, acc);
-          if (P > 1) add_over_parts<NV, V>(acc, P);
-        }
+        sum_over_parts<AllParts>(acc, s, P, sum_part);
         if (s > 0) continue;
         EDGEFRAME_UNROLL
         for (int t = 0; t < NV; ++t)
@@ -152,26 +141,6 @@ struct UnrotateForward {
             for (int v = 0; v < V; ++v) agg(a, l * l + t0 + t, c0 + v) = static_cast<Real>(acc[t][v]);
       }
     });
-  }
-
-  // The sum over the P adjacent lanes of an element (P = 2, 4; device only): butterfly rounds
-  // with the lanes 1 and 2 away, so every lane ends with ((p0 + p1) + (p2 + p3)).
-  template <int NV, int V, class Acc>
-  KOKKOS_INLINE_FUNCTION static void add_over_parts(Acc (&acc)[NV][V], int P) {
-#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDA_ARCH__)
-    // Kokkos' range policy puts consecutive indices on consecutive threads of a block (its
-    // threadIdx.y on CUDA, blockDim.x 1), and blocks of a multiple of 32 threads.
-    const unsigned lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32u;
-    const unsigned group = ((1u << P) - 1u) << (lane & ~unsigned(P - 1));
-    for (int offset = 1; offset < P; offset *= 2) {
-      EDGEFRAME_UNROLL
-      for (int t = 0; t < NV; ++t)
-        for (int v = 0; v < V; ++v) acc[t][v] += __shfl_xor_sync(group, acc[t][v], offset);
-    }
-#else
-    (void)acc;
-    (void)P;
-#endif
   }
 };
 

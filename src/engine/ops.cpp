@@ -190,6 +190,7 @@ kk::EdgeFramePack<Exec, Real> pack_functor(const StepContext& s, const BandPart&
   f.lmax = part.lmax;
   f.mmax = part.mmax;
   f.channels = s.channels;
+  f.node_parts = debug_unparted_node_passes() ? 1 : 0;
   return f;
 }
 
@@ -317,7 +318,7 @@ Tensor unrotate_forward(const Tensor& w, const Tensor& band, const Tensor& env, 
   Tensor agg = torch::empty({N, kk::n_coeffs(part.lmax), s.channels}, options(bridge::dtype_of<Real>()));
   auto f = unrot_functor<Real>(s, part, w, band, env);
   f.agg = bridge::view3<Real>(agg, "aggregate");
-  f.forward_parts = debug_unrotate_unparted() ? 1 : 0;
+  f.forward_parts = debug_unparted_node_passes() ? 1 : 0;
   const Exec exec = bridge::exec_instance();
   kk::unrotate_aggregate_forward(exec, f, N);
   fence_for_torch(exec);
