@@ -39,7 +39,6 @@ struct EdgeFramePack {
   View3<Real, Exec> grad_g;     // [E, gate_rows, 2C] backward output (overwritten; may be g's memory)
   int lmax, mmax, channels;
   int node_split = 0;  // the device form's node pass: 1 or 2 threads per element, 0 by node_pass_split
-  int node_parts = 0;  // the device form's node pass: parts of the edge list (1, 2, 4), 0 by edge_list_parts
 };
 
 // Loop order of every pass: band entries outer, channels inner and contiguous, so channel loops
@@ -428,7 +427,6 @@ struct PackBackwardNode {
   View3<Real, Exec> grad_n;
   int lmax, mmax, channels;
   int split = 1;  // device form: 2 puts the sender and the receiver edges on two threads
-  int parts = 1;  // device form: 2 or 4 adjacent lanes per element (edge_list_parts; split 1 then)
 
   // One team per node, accumulating into its own output rows.
   KOKKOS_INLINE_FUNCTION void operator()(TagHostForm, const Team& team) const {
@@ -459,69 +457,45 @@ struct PackBackwardNode {
 
   // One thread per (node a, degree l, block of V channels c0..c0+V-1) keeps all 2l+1 output
   // rows (l, m') in registers (chunks of kMaxSlots for l >= 4) and reads each grad_rot element
-  // once per chunk; each band entry serves V channels. The node's edge list: its sender grouping,
-  // then its receiver CSR range.
-  //   parts 1: per element the host form's products in its order (edges, then m), in Real; with
-  //            split 2 the sender part and the receiver part are summed on two threads and added
-  //            onto the zeroed element.
-  //   parts P = 2, 4: P adjacent lanes sum P contiguous parts of the edge list in double, added
-  //            over the lanes (sum_over_parts), one rounding: as the unrotate forward pass.
+  // once per chunk; each band entry serves V channels. Per element the host form's products in
+  // its order (sender grouping, then receiver CSR; m); with split 2 the sender part and the
+  // receiver part are summed on two threads and added.
   template <int V, int MaxL>
   KOKKOS_INLINE_FUNCTION void operator()(TagDeviceChannels<V, MaxL>, std::int64_t idx) const {
-    if (parts == 1) {
-      const DegreeElement el = degree_element(idx, lmax, channels / V, split);
-      element<V, MaxL, Real, false>(el, el.s, 1);
-      return;
-    }
-    const DegreeElement el = degree_element(idx / parts, lmax, channels / V);
-    const int s = int(idx % parts);
-    KOKKOS_IF_ON_DEVICE((element<V, MaxL, double, false>(el, s, parts);))
-    KOKKOS_IF_ON_HOST((if (s == 0) element<V, MaxL, double, true>(el, 0, parts);))
-  }
-
-  // P = 1: part s of split; P > 1: part s of P (all of them when AllParts, on host backends).
-  template <int V, int MaxL, class Acc, bool AllParts>
-  KOKKOS_INLINE_FUNCTION void element(const DegreeElement& el, int s, int P) const {
-    const int a = el.a, l = el.l, C = channels, c0 = el.cb * V, k = band_k(l, mmax), off = band_offset(l, mmax),
-              nrow = 2 * l + 1;
+    const auto [a, l, cb, part] = degree_element(idx, lmax, channels / V, split);
+    const int C = channels, c0 = cb * V, k = band_k(l, mmax), off = band_offset(l, mmax), nrow = 2 * l + 1;
     const int n_send = send_offsets(a + 1) - send_offsets(a);
     const int n_recv = recv_offsets(a + 1) - recv_offsets(a);
+    const int q_begin = split == 2 && part == 1 ? n_send : 0;
+    const int q_end = split == 2 && part == 0 ? n_send : n_send + n_recv;
     if (l > MaxL) return;  // never taken (the launcher); tells the compiler which paths exist
     with_row_slots<(MaxL <= 3)>(nrow, [&](auto slots) {
       constexpr int NV = decltype(slots)::value;
       for (int t0 = 0; t0 < nrow; t0 += NV) {
-        Acc acc[NV][V];
-        auto sum_part = [&](int part, Acc(&out)[NV][V]) {
-          EDGEFRAME_UNROLL
-          for (int t = 0; t < NV; ++t)
-            for (int v = 0; v < V; ++v) out[t][v] = Acc(0);
-          const int n = n_send + n_recv;
-          const int q_begin = P > 1 ? int(std::int64_t(n) * part / P) : split == 2 && s == 1 ? n_send : 0;
-          const int q_end = P > 1 ? int(std::int64_t(n) * (part + 1) / P) : split == 2 && s == 0 ? n_send : n;
-          for (int q = q_begin; q < q_end; ++q) {
-            const bool sender = q < n_send;
-            const int e = sender ? send_edges(send_offsets(a) + q) : recv_offsets(a) + (q - n_send);
-            const int half = sender ? 0 : C;
-            for (int m = -k; m <= k; ++m) {
-              Real r[V];
-              for (int v = 0; v < V; ++v) r[v] = grad_rot(e, packed_row(l, m, lmax), half + c0 + v);
-              const int b = off + (m + k) * nrow + t0;
-              EDGEFRAME_UNROLL
-              for (int t = 0; t < NV; ++t)
-                if (t0 + t < nrow) {
-                  const Real d = band(e, b + t);
-                  for (int v = 0; v < V; ++v) out[t][v] += Acc(d) * Acc(r[v]);
-                }
-            }
+        Real acc[NV][V];
+        EDGEFRAME_UNROLL
+        for (int t = 0; t < NV; ++t)
+          for (int v = 0; v < V; ++v) acc[t][v] = Real(0);
+        for (int q = q_begin; q < q_end; ++q) {
+          const bool sender = q < n_send;
+          const int e = sender ? send_edges(send_offsets(a) + q) : recv_offsets(a) + (q - n_send);
+          const int half = sender ? 0 : C;
+          for (int m = -k; m <= k; ++m) {
+            Real r[V];
+            for (int v = 0; v < V; ++v) r[v] = grad_rot(e, packed_row(l, m, lmax), half + c0 + v);
+            const int b = off + (m + k) * nrow + t0;
+            EDGEFRAME_UNROLL
+            for (int t = 0; t < NV; ++t)
+              if (t0 + t < nrow) {
+                const Real d = band(e, b + t);
+                for (int v = 0; v < V; ++v) acc[t][v] += d * r[v];
+              }
           }
-        };
-        sum_over_parts<AllParts>(acc, P > 1 ? s : 0, P, sum_part);
-        if (P > 1 && s > 0) continue;
+        }
         EDGEFRAME_UNROLL
         for (int t = 0; t < NV; ++t)
           if (t0 + t < nrow)
-            for (int v = 0; v < V; ++v)
-              put_node_result(grad_n(a, l * l + t0 + t, c0 + v), static_cast<Real>(acc[t][v]), P > 1 ? 1 : split);
+            for (int v = 0; v < V; ++v) put_node_result(grad_n(a, l * l + t0 + t, c0 + v), acc[t][v], split);
       }
     });
   }
@@ -585,12 +559,9 @@ void edge_frame_pack_backward_node(const Exec& exec, const EdgeFramePack<Exec, R
   PackBackwardNode<Exec, Real> f{p.band,   p.grad_rot, p.recv_offsets, p.send_offsets, p.send_edges,
                                  p.grad_n, p.lmax,     p.mmax,         p.channels};
   if (form == KernelForm::device) {
-    f.parts = p.node_parts > 0 ? p.node_parts : edge_list_parts(exec, n_nodes, p.lmax, p.channels);
-    if (f.parts != 1 && f.parts != 2 && f.parts != 4)
-      throw std::invalid_argument("edgeframe: edge_frame_pack_backward_node's node_parts must be 1, 2 or 4");
-    f.split = f.parts > 1 ? 1 : p.node_split > 0 ? p.node_split : node_pass_split(exec, n_nodes, p.lmax, p.channels);
+    f.split = p.node_split > 0 ? p.node_split : node_pass_split(exec, n_nodes, p.lmax, p.channels);
     if (f.split == 2) Kokkos::deep_copy(exec, p.grad_n, Real(0));
-    launch_device_node_pass("edgeframe::edge_frame_pack_backward_node", exec, f, n_nodes, f.split * f.parts);
+    launch_device_node_pass("edgeframe::edge_frame_pack_backward_node", exec, f, n_nodes, f.split);
   } else
     Kokkos::parallel_for("edgeframe::edge_frame_pack_backward_node", team_policy<Exec, TagHostForm>(exec, n_nodes), f);
 }

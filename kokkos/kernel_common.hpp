@@ -119,26 +119,27 @@ int node_pass_split(const Exec& exec, int n_nodes, int lmax, int channels) {
   return threads < std::int64_t(exec.concurrency()) ? 2 : 1;
 }
 
-// Lanes per output element of the node passes (device form: the unrotate forward pass, the
-// pack's backward node pass): 1, or 2 or 4 adjacent lanes that sum contiguous parts of a node's
-// edge list in double and add them over the lanes (sum_over_parts; warp shuffles: CUDA only).
-// 4 where that keeps the pass at or below the threads the device runs at once (512 atoms at L2,
-// C 128: 49 152 threads without parts, 196 608 with 4, against the H200's 270 336), 2 where the
-// pass without parts has fewer threads than that, else 1.
+// Lanes per output element of the unrotate forward pass (device form, unrotate_aggregate.hpp):
+// 1, or 2 or 4 adjacent lanes that sum contiguous parts of a node's edge list in double and add
+// them over the lanes (sum_over_parts; warp shuffles: CUDA only). The most parts, up to 4, that
+// keep the pass at or below the threads the device runs at once (512 atoms at L2, C 128: 49 152
+// threads without parts, 196 608 with 4, against the H200's 270 336); 1 where the pass without
+// parts fills the device. The pack's backward node pass keeps its sender | receiver split
+// (node_pass_split): the same parts there were slower (doc/performance.md "Kernel forms").
 template <class Exec>
 int edge_list_parts(const Exec& exec, int n_nodes, int lmax, int channels) {
 #if defined(KOKKOS_ENABLE_CUDA)
   if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
     const std::int64_t threads = std::int64_t(n_nodes) * (lmax + 1) * channels / device_channel_block(channels);
     const std::int64_t room = std::int64_t(exec.concurrency());
-    return threads * 4 <= room ? 4 : threads < room ? 2 : 1;
+    return threads * 4 <= room ? 4 : threads * 2 <= room ? 2 : 1;
   }
 #endif
   (void)exec, (void)n_nodes, (void)lmax, (void)channels;
   return 1;
 }
 
-// A parted node pass's element (edge_list_parts): sum_part(q, out) writes part q of P of the
+// An element of the parted unrotate forward pass (edge_list_parts): sum_part(q, out) writes part q of P of the
 // element's sum into out. Device: this lane's part s, then the sum over the P adjacent lanes by
 // butterfly rounds with the lanes 1 and 2 away, so that every lane ends with ((p0 + p1) + (p2 +
 // p3)) bit for bit (addition commutes). AllParts (host backends, which have no lanes to add

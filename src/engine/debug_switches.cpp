@@ -12,6 +12,5 @@ bool switch_on(const char* name) {
 }  // namespace
 
 bool debug_poison_scratch() { return switch_on("EDGEFRAME_POISON_SCRATCH"); }
-bool debug_unparted_node_passes() { return switch_on("EDGEFRAME_UNPARTED_NODE_PASSES"); }
 
 }  // namespace edgeframe

@@ -11,10 +11,4 @@ namespace edgeframe {
 // does the same per evaluator).
 bool debug_poison_scratch();
 
-// EDGEFRAME_UNPARTED_NODE_PASSES=1: the node passes (unrotate forward, pack backward-node)
-// without parts of the edge list (kernel_common.hpp edge_list_parts), as before them, for the
-// A/B measurement of the parted forms in one build (bench/results/h200_2026-12-06); removed once
-// measured.
-bool debug_unparted_node_passes();
-
 }  // namespace edgeframe

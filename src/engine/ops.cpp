@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "band_layout.hpp"
-#include "debug_switches.hpp"
 #include "edge_frame_pack.hpp"
 #include "forces.hpp"
 #include "layer_norm_silu.hpp"
@@ -190,7 +189,6 @@ kk::EdgeFramePack<Exec, Real> pack_functor(const StepContext& s, const BandPart&
   f.lmax = part.lmax;
   f.mmax = part.mmax;
   f.channels = s.channels;
-  f.node_parts = debug_unparted_node_passes() ? 1 : 0;
   return f;
 }
 
@@ -318,7 +316,6 @@ Tensor unrotate_forward(const Tensor& w, const Tensor& band, const Tensor& env, 
   Tensor agg = torch::empty({N, kk::n_coeffs(part.lmax), s.channels}, options(bridge::dtype_of<Real>()));
   auto f = unrot_functor<Real>(s, part, w, band, env);
   f.agg = bridge::view3<Real>(agg, "aggregate");
-  f.forward_parts = debug_unparted_node_passes() ? 1 : 0;
   const Exec exec = bridge::exec_instance();
   kk::unrotate_aggregate_forward(exec, f, N);
   fence_for_torch(exec);
