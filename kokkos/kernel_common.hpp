@@ -139,11 +139,12 @@ int edge_list_parts(const Exec& exec, int n_nodes, int lmax, int channels) {
   return 1;
 }
 
-// An element of the parted unrotate forward pass (edge_list_parts): sum_part(q, out) writes part q of P of the
-// element's sum into out. Device: this lane's part s, then the sum over the P adjacent lanes by
-// butterfly rounds with the lanes 1 and 2 away, so that every lane ends with ((p0 + p1) + (p2 +
-// p3)) bit for bit (addition commutes). AllParts (host backends, which have no lanes to add
-// over; the tests): every part on this lane, added in the same tree. P = 1: the one part.
+// An element of the parted unrotate forward pass (edge_list_parts): sum_part(q, out) writes
+// part q of P of the element's sum into out. Device: this lane's part s, then the sum over the P
+// adjacent lanes by butterfly rounds with the lanes 1 and 2 away, so that every lane ends with
+// ((p0 + p1) + (p2 + p3)) bit for bit (addition commutes). AllParts (host backends, which have
+// no lanes to add over; the tests): every part on this lane, added in the same tree. P = 1: the
+// one part.
 template <bool AllParts, int NV, int V, class Acc, class SumPart>
 KOKKOS_INLINE_FUNCTION void sum_over_parts(Acc (&acc)[NV][V], int s, int P, const SumPart& sum_part) {
   if constexpr (AllParts) {
