@@ -103,6 +103,12 @@ struct TagDeviceChannels {};  // the node passes, V consecutive channels per thr
 // Channels per thread of the device form's node passes.
 inline int device_channel_block(int channels) { return channels % 4 == 0 ? 4 : 1; }
 
+// Threads of a device-form node pass with one thread per output element: one per (node, degree,
+// block of device_channel_block channels).
+inline std::int64_t node_pass_threads(int n_nodes, int lmax, int channels) {
+  return std::int64_t(n_nodes) * (lmax + 1) * channels / device_channel_block(channels);
+}
+
 // Threads per output element of the pack's backward node pass (device form): with 2, a node's
 // sender edges and its receiver edges are summed on two threads that add their partial sums into
 // the zeroed output. Two adds onto zero commute, so the result does not depend on which lands
@@ -115,8 +121,7 @@ inline int device_channel_block(int channels) { return channels % 4 == 0 ? 4 : 1
 // 13-15 % occupancy (doc/performance.md "Kernel forms").
 template <class Exec>
 int node_pass_split(const Exec& exec, int n_nodes, int lmax, int channels) {
-  const std::int64_t threads = std::int64_t(n_nodes) * (lmax + 1) * channels / device_channel_block(channels);
-  return threads < std::int64_t(exec.concurrency()) ? 2 : 1;
+  return node_pass_threads(n_nodes, lmax, channels) < std::int64_t(exec.concurrency()) ? 2 : 1;
 }
 
 // Lanes per output element of the unrotate forward pass (device form, unrotate_aggregate.hpp):
@@ -130,7 +135,7 @@ template <class Exec>
 int edge_list_parts(const Exec& exec, int n_nodes, int lmax, int channels) {
 #if defined(KOKKOS_ENABLE_CUDA)
   if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
-    const std::int64_t threads = std::int64_t(n_nodes) * (lmax + 1) * channels / device_channel_block(channels);
+    const std::int64_t threads = node_pass_threads(n_nodes, lmax, channels);
     const std::int64_t room = std::int64_t(exec.concurrency());
     return threads * 4 <= room ? 4 : threads * 2 <= room ? 2 : 1;
   }
