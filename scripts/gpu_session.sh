@@ -3,6 +3,9 @@
 #
 #   OUT=$OUT scripts/gpu_session.sh build test gate profile example scaling   (any subset, in order)
 #
+# lammps: build Kokkos and LAMMPS with KOKKOS CUDA here from the carried tarballs and pack them
+#        into $OUT/deps-gpu.tar.xz (a machine with no earlier .device/deps-gpu.tar.xz; see
+#        do_lammps).
 # build: unpack the carried dependency build (.device/deps-gpu.tar.xz: Kokkos 5.0.2 CUDA
 #        HOPPER90 + LAMMPS KOKKOS CUDA, made on that machine by `scripts/bootstrap.sh --gpu`)
 #        and the trimmed LAMMPS source, then build edgeframe (engine, plugin, tests, bench) into
@@ -60,15 +63,23 @@ no_lammps=${NO_LAMMPS:-0}
 deps() {
   local stamp=lammps-20260704-cuda-hopper90
   [[ $no_lammps == 1 ]] && stamp=kokkos-5.0.2-cuda-hopper90
-  if [[ ! -f $prefix/stamps/$stamp ]]; then
+  if [[ ! -f $prefix/stamps/$stamp && ! -f .device/deps-gpu.tar.xz && $want_lammps_step == 1 ]]; then
+    echo "== deps: no .device/deps-gpu.tar.xz: Kokkos and LAMMPS are built by the lammps step"
+  elif [[ ! -f $prefix/stamps/$stamp ]]; then
     mkdir -p "$prefix" && tar xJf .device/deps-gpu.tar.xz -C "$prefix" || return 1
     rm -f "$prefix/stamps/lammps-20260704-src"    # the tarball holds the build, not the source
     # The 2026-11-29 tarball lacks LAMMPS' stamp: without it bootstrap rebuilds LAMMPS (8 min,
     # which cost the 2026-11-30 first call its whole 10 minutes).
     [[ -x $prefix/lammps-20260704-cuda-hopper90/bin/lmp ]] && date -u +%FT%TZ > "$prefix/stamps/lammps-20260704-cuda-hopper90"
   fi
-  EDGEFRAME_TARBALLS=$repo/.device scripts/bootstrap.sh --gpu $([[ $no_lammps == 1 ]] && echo --no-lammps) > /tmp/bootstrap.log 2>&1 \
-    || { tail -20 /tmp/bootstrap.log; return 1; }
+  if [[ $want_lammps_step == 0 ]]; then
+    EDGEFRAME_TARBALLS=$repo/.device scripts/bootstrap.sh --gpu $([[ $no_lammps == 1 ]] && echo --no-lammps) > /tmp/bootstrap.log 2>&1 \
+      || { tail -20 /tmp/bootstrap.log; return 1; }
+    deps_env
+  fi
+}
+
+deps_env() {
   # shellcheck disable=SC1090
   source "$(scripts/bootstrap.sh --gpu --print-env)"
   export PATH=/usr/local/cuda/bin:$PATH
@@ -283,9 +294,34 @@ do_scaling() {
   grep -q "| failed" "$OUT/scaling.md" && status=1
 }
 
+# lammps: Kokkos and LAMMPS with KOKKOS CUDA built here from the carried tarballs
+# (.device/kokkos_5.0.2.orig.tar.gz, lammps-20260704-trimmed.tar.xz and its .sha256, made by
+# scripts/pack_for_device.sh), resuming a build an earlier call on this warm machine stopped, for
+# at most LAMMPS_BUDGET seconds (default 520; the whole build took 456 s on 16 cores); once
+# complete the prefix goes into $OUT/deps-gpu.tar.xz (about 15 MB), which later calls carry as
+# .device/deps-gpu.tar.xz. Cut short, the step fails and the steps after it are not run: call
+# again within the 30 s the machine stays warm (bench/gpu-session.md).
+do_lammps() {
+  local t0=$SECONDS
+  echo "== lammps: Kokkos + LAMMPS KOKKOS CUDA (at most ${LAMMPS_BUDGET:-520} s)"
+  if ! PATH=/usr/local/cuda/bin:$PATH EDGEFRAME_TARBALLS=$repo/.device timeout "${LAMMPS_BUDGET:-520}" scripts/bootstrap.sh --gpu > "$OUT/lammps-build.log" 2>&1; then
+    tail -5 "$OUT/lammps-build.log"
+    echo "   not complete after $((SECONDS - t0)) s: run the step again on this warm machine (the build resumes)"
+    return 1
+  fi
+  echo "   complete in $((SECONDS - t0)) s"
+  (cd "$prefix" && tar cf - kokkos-5.0.2-cuda-hopper90 lammps-20260704-cuda-hopper90 \
+     stamps/kokkos-5.0.2-cuda-hopper90 stamps/lammps-20260704-cuda-hopper90 | xz -T0 -6 > "$OUT/deps-gpu.tar.xz") || return 1
+  ls -la "$OUT/deps-gpu.tar.xz"
+  deps_env
+}
+
+want_lammps_step=0
+for step in "$@"; do [[ $step == lammps ]] && want_lammps_step=1; done
 deps || exit 1
 for step in "$@"; do
   case $step in
+    lammps) do_lammps || exit 1 ;;
     build) do_build || exit 1 ;;
     test) do_test ;;
     gate) do_gate ;;
@@ -298,7 +334,7 @@ for step in "$@"; do
     ncu) do_ncu ;;
     memprofile) do_memprofile ;;
     benchab) do_benchab ;;
-    *) echo "gpu_session: unknown step '$step' (valid: build test gate profile ncu memprofile benchab example precision scaling mpi exchange-ab)"; exit 2 ;;
+    *) echo "gpu_session: unknown step '$step' (valid: lammps build test gate profile ncu memprofile benchab example precision scaling mpi exchange-ab)"; exit 2 ;;
   esac
 done
 exit $status
