@@ -14,7 +14,9 @@ OUT=/tmp NO_STATE=1 BUILD_TARGETS="edgeframeplugin edgeframe_bench edgeframe_uni
 echo "build rc $? at $((SECONDS - T0)) s"; grep -E "built in|rror" "$R/build-step.log" | head -5
 OLD=""
 if [[ -x .device/old529/edgeframe_bench ]]; then
-  export LD_LIBRARY_PATH=$PWD/.device/old529:${LD_LIBRARY_PATH:-}
+  # Built on the CPU machine: its rpath names that machine's torch; here the device's is used.
+  export LD_LIBRARY_PATH=$(python3 -c "import os, torch; print(os.path.dirname(torch.__file__))")/lib:${LD_LIBRARY_PATH:-}
+  .device/old529/edgeframe_bench --help 2>&1 | head -2
   OLD="--bench-b $PWD/.device/old529/edgeframe_bench"
 fi
 COLS=engine-tf32-graph,lammps-tf32-graph
