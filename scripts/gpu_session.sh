@@ -316,8 +316,12 @@ do_lammps() {
   deps_env
 }
 
+# The lammps step makes the environment the other steps use, so it must come first.
 want_lammps_step=0
 for step in "$@"; do [[ $step == lammps ]] && want_lammps_step=1; done
+if [[ $want_lammps_step == 1 && ${1:-} != lammps ]]; then
+  echo "gpu_session: the lammps step must be the first step (the steps after it use its build)"; exit 2
+fi
 deps || exit 1
 for step in "$@"; do
   case $step in
