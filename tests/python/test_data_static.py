@@ -77,3 +77,30 @@ def test_isolated_atom_and_split(element):
     for family in ("lattice", "relaxed", "atom"):
         splits = {t["split"] for t in meta["trajectories"] if t["family"] == family}
         assert splits == {"train", "val", "test"}, family
+
+
+def test_copper_stacking_polytypes_follow_the_fault_energy():
+    """The close-packed polytypes (family 'stacking') are the stackings they are named after: fcc
+    in their cell is the perfect lattice, every other one lies above it, and their energies over
+    fcc obey the axial next-nearest-neighbour Ising picture that links them to the relaxed
+    intrinsic fault of the 'relaxed' family (E(dhcp) = E(hcp) / 2, E(6H) = E(hcp) / 3,
+    E(9R) = 2 E(hcp) / 3 over fcc per atom, and gamma_ISF = 2 (E_hcp - E_fcc) / A per atom)."""
+    arrays, meta, offs = load("Cu")
+    per_atom = lambda name: (arrays["energy"][frames_of(meta, name)[0]]  # noqa: E731
+                             / arrays["n_atoms"][frames_of(meta, name)[0]])
+    e_fcc = per_atom("lattice/fcc_perfect_s1.0")
+    assert per_atom("stacking/fcc_s1.0") == pytest.approx(e_fcc, abs=1e-9)
+    de = {p: per_atom(f"stacking/{p}_s1.0") - e_fcc for p in ("hcp", "dhcp", "6H", "9R")}
+    assert 5e-3 < de["hcp"] < 1.2e-2        # eV/atom; Mishin EAM1 is 7.9 meV/atom
+    assert de["dhcp"] == pytest.approx(de["hcp"] / 2, rel=1e-3)
+    assert de["6H"] == pytest.approx(de["hcp"] / 3, rel=1e-3)
+    assert de["9R"] == pytest.approx(2 * de["hcp"] / 3, rel=1e-3)
+    f = frames_of(meta, "relaxed/fcc_stacking_fault")[0]
+    n = arrays["n_atoms"][f]
+    cell = arrays["cell"][f]
+    area = abs(np.cross(cell[0], cell[1])[2])
+    gamma = (arrays["energy"][f] - n * e_fcc) / area                 # eV/A^2, one fault per cell
+    a_atom = area / (n / 9)                                          # 9 (111) layers
+    assert gamma == pytest.approx(2 * de["hcp"] / a_atom, rel=0.02)   # relaxed: 0.4 % below
+    splits = {t["split"] for t in meta["trajectories"] if t["family"] == "stacking"}
+    assert splits == {"train", "val", "test"}

@@ -65,6 +65,26 @@ def structure_block(s):
         lines += [f"region box block 0 {L} 0 {L} 0 {L} units box", "create_box 1 box",
                   f"create_atoms 1 random {s['natoms']} {s['seed']} NULL "
                   f"overlap {s['overlap']} maxtry 1000"]
+    elif kind == "stack":
+        # close-packed layers in the stacking order s["sequence"] (letters A, B, C), layer
+        # spacing and in-plane distance of the fcc crystal of lattice constant s["a"] (ideal
+        # c/a for hcp): x along the close-packed row (period d = a / sqrt 2), y across it
+        # (period sqrt(3) d), four atoms per layer and (x, y) repeat; s["reps"] = (nx, ny, nz)
+        # repeats the cell and the sequence
+        nx, ny, nz = s["reps"]
+        d = s["a"] / 2 ** 0.5
+        ry, h = 3 ** 0.5 * d, s["a"] / 3 ** 0.5
+        shift = {"A": (0.0, 0.0), "B": (0.5 * d, ry / 6), "C": (0.0, ry / 3)}
+        layers = s["sequence"] * nz
+        lx, ly, lz = 2 * nx * d, ny * ry, len(layers) * h
+        lines += [f"region box block 0 {lx!r} 0 {ly!r} 0 {lz!r} units box", "create_box 1 box"]
+        for k, letter in enumerate(layers):
+            sx, sy = shift[letter]
+            for i in range(2 * nx):
+                for j in range(ny):
+                    for bx, by in ((0.0, 0.0), (0.5 * d, 0.5 * ry)):
+                        x, y = (i * d + bx + sx) % lx, (j * ry + by + sy) % ly
+                        lines.append(f"create_atoms 1 single {x!r} {y!r} {k * h!r} units box")
     elif kind == "atoms":
         # explicit positions (A) in a cubic box of edge `box` (isolated atom, dimers)
         L = s["box"]

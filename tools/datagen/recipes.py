@@ -317,6 +317,8 @@ def copper():
     # Added after those (issue #25): the generalised stacking-fault line, appended last so that
     # every earlier recipe keeps its seed.
     stacking_fault_line(b)
+    # Added after those (issue #25): close-packed stacking polytypes, appended last likewise.
+    stacking_polytypes(b)
     return b.recipes
 
 
@@ -341,6 +343,32 @@ def stacking_fault_line(b):
                  fault_yz=round(f * bp, 10))
         b.add("fault", f"fcc111_shift{f}_layers{3 * reps[2]}", s,
               static([{}, {"rattle": 0.005}, {"rattle": 0.02}], relax=True, relax_z=True), split)
+
+
+def stacking_polytypes(b):
+    """Append the family 'stacking' to builder b: perfect close-packed crystals that differ from
+    fcc (ABC) only in their stacking order, at fcc's nearest-neighbour distance and layer
+    spacing: hcp (AB), dhcp (ABAC), 6H (ABCACB) and 9R (ABABCBCAC), with fcc itself in the same
+    cell as the anchor. A faulted fcc cell holds one or two hcp-like layers among many; here
+    every atom sees a stacking other than fcc's, so E - E(fcc) per atom is large (Mishin EAM1:
+    hcp 7.9 meV/atom, dhcp 3.9, 9R 5.3) against the intrinsic fault's 1.7 meV/atom in a
+    9-layer cell. ANNNI: the intrinsic stacking-fault energy is about 2 (E_hcp - E_fcc) / A per
+    atom of a (111) plane, so a model that puts hcp at 40 % of EAM's distance from fcc puts the
+    fault there too (the v2 copper file of potentials/README.md did both). Volumes 0.99-1.01 of
+    fcc's (the fault's strain field is small); rattles as the lattice family's."""
+    a = A0["fcc"]
+    static = lambda perturb, **kw: dict(kind="static", perturb=perturb, **kw)  # noqa
+    cells = [("fcc", "ABC", (2, 2, 2), (1.0,), "train"),
+             ("hcp", "AB", (2, 2, 3), (0.99, 1.0, 1.01), "train"),
+             ("dhcp", "ABAC", (2, 2, 2), (1.0, 1.01), "train"),
+             ("6H", "ABCACB", (2, 2, 1), (1.0,), "val"),
+             ("9R", "ABABCBCAC", (2, 2, 1), (1.0,), "test"),
+             ("dhcp", "ABAC", (2, 2, 2), (0.99,), "test")]
+    rattles = [{}, {"rattle": 0.01}, {"rattle": 0.03}]
+    for name, seq, reps, scales, split in cells:
+        for s in scales:
+            st = dict(kind="stack", sequence=seq, a=round(a * s, 10), reps=reps)
+            b.add("stacking", f"{name}_s{s}", st, static(rattles), split)
 
 
 RECIPES = {"C": carbon, "Cu": copper}
