@@ -124,6 +124,19 @@ def test_stacking_fault_cell_keeps_twelve_neighbours_and_changes_stacking():
     assert np.all(n2p == 18) and set(n2f) == {18, 19} and (n2f == 19).sum() == 4 * per_layer
 
 
+def test_stacked_cells_are_fcc_and_hcp():
+    """crystal.stacked: ABC is fcc (12 neighbours at a / sqrt 2, 6 more within 1.18 a), AB ideal
+    hcp (the same 12 and 6, and 2 more at sqrt(8 / 3) a / sqrt 2 = 1.155 a across two layers)."""
+    a = 3.615
+    for seq, nz, n_second in (("ABC", 2, 18), ("AB", 3, 20)):
+        p, c = crystal.stacked(a, seq, (2, 2, nz))
+        assert len(p) == 16 * len(seq) * nz
+        dmin, n = nearest_neighbours(p, c, 1.05 * a / 2 ** 0.5)
+        assert dmin == pytest.approx(a / 2 ** 0.5, rel=1e-9) and np.all(n == 12)
+        _, n2 = nearest_neighbours(p, c, 1.18 * a)
+        assert np.all(n2 == n_second), seq
+
+
 def test_slab_cuts_diamond_111_between_bilayers():
     a = 3.566
     p, cell, area = crystal.slab("diamond", a, "111", (1, 1, 2), 15.0)

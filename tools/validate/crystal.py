@@ -118,6 +118,23 @@ def stacking_fault(a, reps):
     raise RuntimeError("no tilt gives an intrinsic stacking fault")
 
 
+def stacked(a, sequence, reps):
+    """Close-packed layers in the stacking order `sequence` (letters A, B, C; "ABC" is fcc,
+    "AB" ideal hcp) at the nearest-neighbour distance and layer spacing of fcc with lattice
+    constant a: x along a close-packed row, y across it, z normal to the layers, four atoms per
+    layer and (x, y) period, reps = (nx, ny, nz) periods (nz repeats the sequence)."""
+    nx, ny, nz = reps
+    d = a / 2 ** 0.5
+    ry, h = 3 ** 0.5 * d, a / 3 ** 0.5
+    shift = {"A": (0.0, 0.0), "B": (0.5 * d, ry / 6), "C": (0.0, ry / 3)}
+    layers = sequence * nz
+    lx, ly = 2 * nx * d, ny * ry
+    pos = [((i * d + bx + shift[c][0]) % lx, (j * ry + by + shift[c][1]) % ly, k * h)
+           for k, c in enumerate(layers) for i in range(2 * nx) for j in range(ny)
+           for bx, by in ((0.0, 0.0), (0.5 * d, 0.5 * ry))]
+    return np.array(pos), np.diag([lx, ly, len(layers) * h])
+
+
 def box_for_density(natoms, mass, rho):
     """Cubic box edge (A) for natoms of `mass` (g/mol) at density rho (g/cm^3)."""
     return (natoms * mass / AVOGADRO / rho * 1e24) ** (1.0 / 3.0)
