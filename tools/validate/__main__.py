@@ -52,6 +52,9 @@ def main(argv=None):
     ap.add_argument("--self-check", action="store_true",
                     help="run the reference potential as the model too (every error must be 0)")
     ap.add_argument("--strict", action="store_true", help="exit status 1 if any row fails")
+    ap.add_argument("--phonon-supercell", type=int, metavar="N",
+                    help="conventional cells per side of the phonon supercell (default: twice the "
+                         "longer force range of the two potentials; doc/validation.md)")
     args = ap.parse_args(argv)
 
     if "LAMMPS_POTENTIALS" not in os.environ:
@@ -64,7 +67,7 @@ def main(argv=None):
             ap.error(f"{what} {path} does not exist")
     args.out.mkdir(parents=True, exist_ok=True)
     suite = Suite(args.element, args.potential, args.plugin, args.out, args.quick, args.precision,
-                  args.lmp, args.timeout, args.self_check)
+                  args.lmp, args.timeout, args.self_check, args.phonon_supercell)
     pot = POTENTIALS[args.element]
     meta = dict(element=args.element, potential=str(args.potential), precision=args.precision,
                 sha256=hashlib.sha256(args.potential.read_bytes()).hexdigest(),

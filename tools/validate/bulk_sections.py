@@ -161,8 +161,8 @@ def phonon_model(s, model, lattice, a, reps, h):
 def phonons(s):
     rows, data, plots = [], {}, []
     h = 0.01
-    reps = s.size(3, 2)
     for lattice in PHONON_LATTICES[s.element]:
+        reps = s.phonon_reps(lattice)
         bands, notes = {}, {}
         qs = None
         for model in MODELS:
@@ -192,8 +192,9 @@ def phonons(s):
             dev = 100 * float(rel.max())
         else:
             dev, note = (fm if not okm else fr), ""
+        cells = f"{reps}^3 conventional cells, {reps ** 3 * s.natoms_basis(lattice)} atoms"
         rows.append(deviation(f"{lattice} Gamma-X dispersion: max |f_model / f_reference - 1|",
-                              "%", dev, 3.0, note=note))
+                              "%", dev, 3.0, note=f"{note}; {cells}" if note else cells))
         k_x = gx[-1]
         for b in range(0, nband, 2) if nband == 6 else (0, 2):
             name = f"bands {b + 1}-{b + 2}" if (nband == 6 or b == 0) else f"band {b + 1}"

@@ -24,6 +24,10 @@ MASS = {el: p["mass"] for el, p in POTENTIALS.items()}
 BAR_TO_GPA = 1e-4
 # relaxed classical lattice constants (doc/data.md, box/relax in this LAMMPS)
 A0_CLASSICAL = {("C", "diamond"): 3.56583, ("Cu", "fcc"): 3.61493, ("Cu", "bcc"): 2.86822}
+# How far a force reaches in the classical potentials (A): an atom's force depends on atoms up to
+# twice the cutoff away (Tersoff's bond order: neighbours of neighbours, R + D = 2.1 A; EAM's
+# embedding: the density at each neighbour, cutoff 5.50679 A)
+FORCE_RANGE_CLASSICAL = {"C": 2 * 2.1, "Cu": 2 * 5.50679}
 DEFAULT_PLUGIN = ROOT / "build" / "src" / "lammps" / "edgeframeplugin.so"
 
 

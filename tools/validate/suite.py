@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from lmp import A0_CLASSICAL, MASS, Failed, Runner
+from lmp import A0_CLASSICAL, FORCE_RANGE_CLASSICAL, MASS, Failed, Runner
 
 MODELS = ("model", "reference")
 LATTICES = {"C": ["diamond"], "Cu": ["fcc", "bcc"]}
@@ -90,8 +90,9 @@ def check(quantity, unit, m, r, test, target, note=""):
 
 class Suite:
     def __init__(self, element, potential, plugin, out, quick=False, precision="fp64",
-                 lmp="lmp", timeout=600.0, self_check=False):
+                 lmp="lmp", timeout=600.0, self_check=False, phonon_supercell=None):
         self.element, self.quick, self.out = element, quick, pathlib.Path(out)
+        self.potential, self.self_check, self.phonon_supercell = potential, self_check, phonon_supercell
         self.mass = MASS[element]
         self.runner = Runner(element, potential, plugin, precision, lmp, self.out / "lammps",
                              timeout_per_config=timeout, self_check=self_check)
@@ -122,6 +123,29 @@ class Suite:
         if isinstance(fit, Failed):
             return self.a_ref(lattice), f"{model} E(V) fit failed, at the reference's a0"
         return fit["a0"], ""
+
+    def force_range(self):
+        """How far a force reaches (A): layers x r_cut of the edgeframe model (message passing),
+        twice the cutoff of the classical potential; the larger of the two."""
+        r = FORCE_RANGE_CLASSICAL[self.element]
+        if not self.self_check:
+            import json
+            import struct
+            with open(self.potential, "rb") as f:
+                head = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+            model = json.loads(head["__metadata__"]["edgeframe"])["model"]
+            r = max(r, model["layers"] * model["r_cut"])
+        return r
+
+    def phonon_reps(self, lattice):
+        """Conventional cells per side of the finite-displacement supercell: at full size the
+        smallest whose edge holds twice the force range, so that no force constant reaches its own
+        periodic image (a smaller cell folds the far force constants back and bends the acoustic
+        branches near Gamma); --quick one cell less (at least 2); --phonon-supercell sets it."""
+        if self.phonon_supercell:
+            return self.phonon_supercell
+        n = math.ceil(2 * self.force_range() / self.a_ref(lattice) - 1e-9)
+        return max(2, n - 1) if self.quick else n
 
     def natoms_basis(self, lattice):
         return {"diamond": 8, "fcc": 4, "bcc": 2}[lattice]
