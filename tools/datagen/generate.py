@@ -107,7 +107,9 @@ def append(element, olddir):
     for key in ("date", "lammps", "seconds"):
         meta[key] = old_meta[key]
     if "appended" in old_meta:
-        meta["appended_before"] = old_meta["appended"]
+        # every earlier append, newest first (older data sets hold one record, not a list)
+        before = old_meta.get("appended_before", [])
+        meta["appended_before"] = [old_meta["appended"]] + (before if isinstance(before, list) else [before])
     return arrays, meta
 
 
