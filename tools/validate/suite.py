@@ -8,8 +8,10 @@ where model / reference are floats or "failed: <reason>", error is model - refer
 the quantity's unit) or (model - reference) / |reference| (error_unit "%"), and pass is True,
 False, or None (no target, or the reference itself failed).
 """
+import json
 import math
 import pathlib
+import struct
 import time
 
 import numpy as np
@@ -129,12 +131,14 @@ class Suite:
         twice the cutoff of the classical potential; the larger of the two."""
         r = FORCE_RANGE_CLASSICAL[self.element]
         if not self.self_check:
-            import json
-            import struct
-            with open(self.potential, "rb") as f:
-                head = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
-            model = json.loads(head["__metadata__"]["edgeframe"])["model"]
-            r = max(r, model["layers"] * model["r_cut"])
+            try:
+                with open(self.potential, "rb") as f:
+                    head = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+                model = json.loads(head["__metadata__"]["edgeframe"])["model"]
+                r = max(r, model["layers"] * model["r_cut"])
+            except (OSError, ValueError, KeyError, TypeError, struct.error):
+                # not an edgeframe potential file: LAMMPS will say why; size by the reference
+                pass
         return r
 
     def phonon_reps(self, lattice):
