@@ -140,8 +140,10 @@ declare -A VARIANT=(
   # Cu-stackd-v2 brought hcp over fcc to -5 % and the fault to -16 % but put the fcc elastic
   # constants 5-9 % high (Cu-stack-v2, without differences, moved neither: -60 %). Here it is
   # continued (INIT_CU: its file) at a lower rate with the difference term at a third of its
-  # weight and the strained frames drawn twice as often, to bring the constants back.
-  [Cu-stackd2-v2]="Cu --init-from ${INIT_CU:-potentials/Cu-v2.safetensors} --lr 2e-4 --w-energy 100 --w-virial 50 --oversample lattice=3 relaxed=3 eos=2 strain=4 atom=10 stacking=6 --energy-difference stacking=10 fault=3 --difference-anchor Cu/lattice/fcc_perfect_s1.0"
+  # weight, the lattice family's energies over fcc (elastic energies, bcc - fcc) fitted as
+  # differences too and the strained frames drawn twice as often, to bring the constants back
+  # (one CPU epoch of this took them half-way: bench/results/training/gpu-2026-12-06b/results.md).
+  [Cu-stackd2-v2]="Cu --init-from ${INIT_CU:-potentials/Cu-v2.safetensors} --lr 2e-4 --w-energy 100 --w-virial 50 --oversample lattice=3 relaxed=3 eos=2 strain=4 atom=10 stacking=6 --energy-difference stacking=10 fault=3 lattice=10 --difference-anchor Cu/lattice/fcc_perfect_s1.0"
 )
 RUNS=${RUNS:-"C Cu"}
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU" || true)
