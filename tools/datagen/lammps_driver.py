@@ -30,6 +30,26 @@ THERMO_COLS = ["step", "temp", "pe", "lx", "ly", "lz", "xy", "xz", "yz", "vol",
                "c_vir[1]", "c_vir[2]", "c_vir[3]", "c_vir[4]", "c_vir[5]", "c_vir[6]"]
 
 
+def close_packed_positions(a, sequence, reps):
+    """Close-packed layers in the stacking order `sequence` (letters A, B, C: "ABC" is fcc,
+    "AB" ideal hcp) at the nearest-neighbour distance and layer spacing of the fcc crystal of
+    lattice constant a (so hcp has the ideal c/a): x along a close-packed row (period
+    d = a / sqrt 2), y across it (period sqrt(3) d), z normal to the layers; four atoms per
+    layer and (x, y) period; reps = (nx, ny, nz) repeats the cell in x, y and the sequence in z.
+    Returns ([(x, y, z)] in Angstrom, (lx, ly, lz)): an orthogonal periodic box.
+    One definition for the training data's `stack` structures and tools/validate's polytypes."""
+    nx, ny, nz = reps
+    d = a / 2 ** 0.5
+    ry, h = 3 ** 0.5 * d, a / 3 ** 0.5
+    shift = {"A": (0.0, 0.0), "B": (0.5 * d, ry / 6), "C": (0.0, ry / 3)}
+    layers = sequence * nz
+    lx, ly = 2 * nx * d, ny * ry
+    positions = [((i * d + bx + shift[c][0]) % lx, (j * ry + by + shift[c][1]) % ly, k * h)
+                 for k, c in enumerate(layers) for i in range(2 * nx) for j in range(ny)
+                 for bx, by in ((0.0, 0.0), (0.5 * d, 0.5 * ry))]
+    return positions, (lx, ly, len(layers) * h)
+
+
 def potential_block(pot):
     """pot: dict(style, file, element, mass) -> pair_style / pair_coeff lines."""
     path = pathlib.Path(os.environ["LAMMPS_POTENTIALS"]) / pot["file"]
@@ -66,25 +86,9 @@ def structure_block(s):
                   f"create_atoms 1 random {s['natoms']} {s['seed']} NULL "
                   f"overlap {s['overlap']} maxtry 1000"]
     elif kind == "stack":
-        # close-packed layers in the stacking order s["sequence"] (letters A, B, C), layer
-        # spacing and in-plane distance of the fcc crystal of lattice constant s["a"] (ideal
-        # c/a for hcp): x along the close-packed row (period d = a / sqrt 2), y across it
-        # (period sqrt(3) d), four atoms per layer and (x, y) repeat; s["reps"] = (nx, ny, nz)
-        # repeats the cell and the sequence
-        nx, ny, nz = s["reps"]
-        d = s["a"] / 2 ** 0.5
-        ry, h = 3 ** 0.5 * d, s["a"] / 3 ** 0.5
-        shift = {"A": (0.0, 0.0), "B": (0.5 * d, ry / 6), "C": (0.0, ry / 3)}
-        layers = s["sequence"] * nz
-        lx, ly, lz = 2 * nx * d, ny * ry, len(layers) * h
+        positions, (lx, ly, lz) = close_packed_positions(s["a"], s["sequence"], s["reps"])
         lines += [f"region box block 0 {lx!r} 0 {ly!r} 0 {lz!r} units box", "create_box 1 box"]
-        for k, letter in enumerate(layers):
-            sx, sy = shift[letter]
-            for i in range(2 * nx):
-                for j in range(ny):
-                    for bx, by in ((0.0, 0.0), (0.5 * d, 0.5 * ry)):
-                        x, y = (i * d + bx + sx) % lx, (j * ry + by + sy) % ly
-                        lines.append(f"create_atoms 1 single {x!r} {y!r} {k * h!r} units box")
+        lines += [f"create_atoms 1 single {x!r} {y!r} {z!r} units box" for x, y, z in positions]
     elif kind == "atoms":
         # explicit positions (A) in a cubic box of edge `box` (isolated atom, dimers)
         L = s["box"]

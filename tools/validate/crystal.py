@@ -6,8 +6,12 @@ Cells are 3x3 arrays whose rows are the box vectors in LAMMPS' restricted-tricli
 """
 import itertools
 import pathlib
+import sys
 
 import numpy as np
+
+sys.path.append(str(pathlib.Path(__file__).resolve().parents[1]))
+from datagen.lammps_driver import close_packed_positions  # noqa: E402
 
 FCC = [[0, 0, 0], [0, 0.5, 0.5], [0.5, 0, 0.5], [0.5, 0.5, 0]]
 # conventional cubic cell, fractions of a
@@ -119,20 +123,11 @@ def stacking_fault(a, reps):
 
 
 def stacked(a, sequence, reps):
-    """Close-packed layers in the stacking order `sequence` (letters A, B, C; "ABC" is fcc,
-    "AB" ideal hcp) at the nearest-neighbour distance and layer spacing of fcc with lattice
-    constant a: x along a close-packed row, y across it, z normal to the layers, four atoms per
-    layer and (x, y) period, reps = (nx, ny, nz) periods (nz repeats the sequence)."""
-    nx, ny, nz = reps
-    d = a / 2 ** 0.5
-    ry, h = 3 ** 0.5 * d, a / 3 ** 0.5
-    shift = {"A": (0.0, 0.0), "B": (0.5 * d, ry / 6), "C": (0.0, ry / 3)}
-    layers = sequence * nz
-    lx, ly = 2 * nx * d, ny * ry
-    pos = [((i * d + bx + shift[c][0]) % lx, (j * ry + by + shift[c][1]) % ly, k * h)
-           for k, c in enumerate(layers) for i in range(2 * nx) for j in range(ny)
-           for bx, by in ((0.0, 0.0), (0.5 * d, 0.5 * ry))]
-    return np.array(pos), np.diag([lx, ly, len(layers) * h])
+    """Close-packed layers in the stacking order `sequence` ("ABC" fcc, "AB" ideal hcp) at the
+    fcc crystal's spacings for lattice constant a; the geometry of the training data's polytypes
+    (datagen.lammps_driver.close_packed_positions), reps = (nx, ny, nz)."""
+    positions, lengths = close_packed_positions(a, sequence, reps)
+    return np.array(positions), np.diag(lengths)
 
 
 def box_for_density(natoms, mass, rho):
