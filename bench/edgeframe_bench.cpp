@@ -443,8 +443,7 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
       Exec::name(), to_string(prec).c_str(), plan.any_recomputed() ? "true" : "false", plan.describe().c_str(),
       plan.predicted_bytes, options.memory_budget, N, E, median, ts.c_str(), graph_s, peak,
       Evaluator::torch_device_peak_bytes(), torch_reserved_peak(), ev.workspace_bytes(), res.energy,
-      ev.cuda_graph_captures(),
-      ev.cuda_graph_replays());
+      ev.cuda_graph_captures(), ev.cuda_graph_replays());
   if (profiles.torch_profile) {
     double step = 0;
     {
@@ -454,7 +453,8 @@ int run_case_mode(const std::string& case_path, const std::string& potential_pat
       step = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
     }
     print_kernel_split(reps, step);
-    profiling::profile_steps(reps, median, [&] { ev.compute(graph, x, what); }, profiles.trace_path);
+    profiling::profile_steps(
+        reps, median, [&] { ev.compute(graph, x, what); }, profiles.trace_path);
   }
   if (profiles.memory_profile)
     profiling::memory_profile([&] { ev.compute(graph, x, what); }, E, prec == Precision::fp64 ? 8 : 4);

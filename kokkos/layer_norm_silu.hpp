@@ -56,10 +56,12 @@ struct LayerNormSilu {
   KOKKOS_INLINE_FUNCTION void stats(const Lanes& lanes, int e, double& mean, double& rstd) const {
     mean = row_sum(lanes, [&](int c) { return x(e, c); }) / width;
     const double m = mean;
-    const double var = row_sum(lanes, [&](int c) {
-                         const double d = x(e, c) - m;
-                         return d * d;
-                       }) / width;
+    const double var = row_sum(lanes,
+                               [&](int c) {
+                                 const double d = x(e, c) - m;
+                                 return d * d;
+                               }) /
+                       width;
     rstd = 1.0 / Kokkos::sqrt(var + eps);
   }
 

@@ -70,9 +70,9 @@ struct GlobalReduce {
 // Model v2's system inputs (pair_style keywords task, charge, spin) and the composition of the
 // whole system: atoms per atomic number Z (index Z), summed over all ranks.
 struct SystemInputs {
-  std::string task;             // empty: the model's default task
+  std::string task;  // empty: the model's default task
   bool charge_set = false, spin_set = false;
-  int charge = 0, spin = 0;     // unset: the task's defaults (fairchem's)
+  int charge = 0, spin = 0;  // unset: the task's defaults (fairchem's)
   std::vector<double> atoms_per_z;
 };
 

@@ -40,8 +40,8 @@ struct ActivationPlan {
   // Every layer streamed (model v2): the edge geometry too runs per chunk, forward and again in
   // the backward pass, and each layer keeps only its node inputs (recompute is all ones).
   bool stream = false;
-  double predicted_bytes = 0;   // the model's peak for this plan
-  bool fits = true;             // predicted_bytes <= budget (false: the smallest plan tried, over it)
+  double predicted_bytes = 0;  // the model's peak for this plan
+  bool fits = true;            // predicted_bytes <= budget (false: the smallest plan tried, over it)
   bool any_recomputed() const;
   std::string describe() const;  // e.g. "keep", "recompute layers 1,2", "stream all layers in edge chunks of 262144"
 };

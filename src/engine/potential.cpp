@@ -363,7 +363,8 @@ Potential parse_potential(const std::uint8_t* bytes, std::size_t size, const std
   Potential pot;
   pot.path = path;
   pot.config = check_config(meta, pot, path);
-  const auto expected = pot.format_version == kFormatVersionV2 ? parameter_shapes_v2(pot.v2) : parameter_shapes(pot.config);
+  const auto expected =
+      pot.format_version == kFormatVersionV2 ? parameter_shapes_v2(pot.v2) : parameter_shapes(pot.config);
   std::vector<std::string> missing, extra;
   for (const auto& [name, shape] : expected)
     if (!header.contains(name)) missing.push_back(name);

@@ -64,7 +64,7 @@ struct Potential {
   // Shared by both versions: species (v2: element symbols of Z = 1 .. max_num_elements - 1, so
   // species index = Z - 1), r_cut, lmax, mmax, channels, hidden_channels and layers.
   ModelConfig config;
-  ModelConfigV2 v2;  // format_version 2 only
+  ModelConfigV2 v2;                                         // format_version 2 only
   std::string dtype;                                        // storage dtype: "float64" or "float32"
   std::string trained_precision;                            // as written by the trainer
   std::map<std::string, std::string> provenance;            // data, date, code_version

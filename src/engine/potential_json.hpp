@@ -16,8 +16,8 @@ using json = nlohmann::json;
 extern const std::array<const char*, 118> kElements;  // symbols of Z = 1..118
 
 [[noreturn]] void fail(const std::string& path, const std::string& msg);  // throws FormatError
-std::string show(const json& v);                    // a value in Python's repr style, cut short
-std::string join(const std::vector<std::string>& v);  // at most 10 names
+std::string show(const json& v);                                          // a value in Python's repr style, cut short
+std::string join(const std::vector<std::string>& v);                      // at most 10 names
 std::string join_all(const std::vector<std::string>& v);
 bool is_int(const json& v);
 bool is_number(const json& v);  // finite

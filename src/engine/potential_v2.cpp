@@ -12,11 +12,13 @@ namespace impl {
 namespace {
 
 const std::vector<std::string> kTopKeysV2 = {"format", "format_version", "units", "model", "dtype", "provenance"};
+// clang-format off
 const std::vector<std::string> kModelKeysV2 = {
     "r_cut", "lmax", "mmax", "channels", "hidden_channels", "edge_channels", "layers", "num_gaussians", "tasks",
     "default_task", "gaussian_width", "envelope_p", "norm_eps", "edge_degree_rescale", "max_num_elements",
     "charge_spin_embedding", "dataset_embedding", "datasets", "heads", "experts", "composition_embedding",
     "composition_mean_include_self", "charge_balanced_channels", "spin_balanced_channels"};
+// clang-format on
 const std::vector<std::string> kChargeSpinEmbeddings = {"rand_emb", "pos_emb", "lin_emb"};
 
 // Typed access to model.<key>: a missing key or a wrong type is a FormatError naming it.
@@ -103,7 +105,8 @@ TaskV2 check_task(const std::string& name, const json& t, const ModelConfigV2& c
   }
   if (cfg.dataset_embedding) {
     const json& d = need("dataset_embedding");
-    if (!d.is_string() || std::find(cfg.datasets.begin(), cfg.datasets.end(), d.get<std::string>()) == cfg.datasets.end())
+    if (!d.is_string() ||
+        std::find(cfg.datasets.begin(), cfg.datasets.end(), d.get<std::string>()) == cfg.datasets.end())
       fail(path, "invalid model hyperparameters: " + where + ": dataset_embedding " + show(d) + " is not one of " +
                      join(cfg.datasets));
     task.dataset_embedding = d.get<std::string>();
@@ -180,7 +183,8 @@ ModelConfig check_config_v2(const json& meta, Potential& pot, const std::string&
   m.channel_range("charge_balanced_channels", cfg.charge_balanced, cfg.channels);
   m.channel_range("spin_balanced_channels", cfg.spin_balanced, cfg.channels);
   const json& tasks = m.at("tasks");
-  if (!tasks.is_object() || tasks.empty()) fail(path, "invalid model hyperparameters: tasks must be a non-empty object");
+  if (!tasks.is_object() || tasks.empty())
+    fail(path, "invalid model hyperparameters: tasks must be a non-empty object");
   for (const auto& [name, t] : tasks.items()) cfg.tasks.push_back(check_task(name, t, cfg, path));
   cfg.default_task = m.text(m.at("default_task"), "default_task");
   if (!cfg.task(cfg.default_task))

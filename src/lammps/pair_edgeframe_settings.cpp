@@ -113,9 +113,8 @@ void PairEdgeframe::settings(int narg, char **arg)
     iarg += 2;
   }
   if (m_cuda_graph && !m_graph_per_rebuild)
-    error->all(FLERR,
-               "pair_style edgeframe: cuda_graph yes needs graph per_rebuild (a graph built every step has new "
-               "addresses every step, so a captured step could never be replayed)");
+    error->all(FLERR, "pair_style edgeframe: cuda_graph yes needs graph per_rebuild (a graph built every step has new "
+                      "addresses every step, so a captured step could never be replayed)");
   if (m_edge_headroom >= 0.0 && !m_graph_per_rebuild)
     error->all(FLERR, "pair_style edgeframe: edge_headroom is for graph per_rebuild (graph per_step builds the "
                       "step's graph at its exact size every step)");

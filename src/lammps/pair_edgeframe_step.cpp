@@ -151,8 +151,7 @@ void PairEdgeframe::update_system(const int *type, int nlocal)
     for (auto &m : m_deviation_models) m.evaluator->set_system(in);    // the ensemble's same system
   });
   m_system_atoms_per_z = counts;
-  if (comm->me == 0)
-    utils::logmesg(lmp, "{}{}\n", changed ? "edgeframe: the composition changed; " : "", line);
+  if (comm->me == 0) utils::logmesg(lmp, "{}{}\n", changed ? "edgeframe: the composition changed; " : "", line);
 }
 
 void PairEdgeframe::init_engine(bool need_newton)
@@ -276,8 +275,8 @@ void PairEdgeframe::print_model_block()
                        ? m_potential->provenance.at("model_id")
                        : "converted",
                    v2.max_num_elements - 1, mapped, v2.r_cut, v2.lmax, v2.mmax, v2.channels, v2.hidden_channels,
-                   v2.edge_channels, v2.layers, v2.experts, v2.task_names(), n_params, m_potential->dtype,
-                   m_precision, info.execution_space, info.kokkos_version, info.torch_version);
+                   v2.edge_channels, v2.layers, v2.experts, v2.task_names(), n_params, m_potential->dtype, m_precision,
+                   info.execution_space, info.kokkos_version, info.torch_version);
     return;
   }
   utils::logmesg(lmp,
@@ -304,7 +303,8 @@ void PairEdgeframe::report_non_finite(const edgeframe::NonFiniteError &e, const 
   // The engine names a node; the user needs the atom and the step. Callers report before
   // adding anything to f, eng_vdwl or the virial, and error->one stops before LAMMPS integrates on.
   // potential_file: a model deviation's other potential (the dynamics' own goes unnamed).
-  const std::string whose = potential_file.empty() ? "" : fmt::format(" (model deviation, potential {})", potential_file);
+  const std::string whose =
+      potential_file.empty() ? "" : fmt::format(" (model deviation, potential {})", potential_file);
   const int k = e.node();
   if (k < 0)
     error->one(FLERR, "pair_style edgeframe{}: {} at step {}; stopping instead of integrating on", whose, e.summary(),
@@ -358,7 +358,8 @@ void PairEdgeframe::idle_rank_collectives()
   const auto &v2 = m_potential->v2;
   std::vector<int> balanced;
   if (is_v2() && comm->nprocs > 1) {
-    if (v2.charge_balanced[1] > v2.charge_balanced[0]) balanced.push_back(v2.charge_balanced[1] - v2.charge_balanced[0]);
+    if (v2.charge_balanced[1] > v2.charge_balanced[0])
+      balanced.push_back(v2.charge_balanced[1] - v2.charge_balanced[0]);
     if (v2.spin_balanced[1] > v2.spin_balanced[0]) balanced.push_back(v2.spin_balanced[1] - v2.spin_balanced[0]);
   }
   call_engine(error, Scope::ONE, FLERR, "pair_style edgeframe (idle rank)", [&] {

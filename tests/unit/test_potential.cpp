@@ -502,7 +502,7 @@ TEST(Potential, SpeciesIndicesOutsideTheSpeciesListAreAnInputErrorNamingTheAtom)
       ADD_FAILURE() << bad;
     } catch (const InputError& err) {
       EXPECT_EQ(std::string(err.what()), "case file x.case: atom 2 has species index " + std::to_string(bad) +
-                                              ", but potential test.safetensors has species 0..1");
+                                             ", but potential test.safetensors has species 0..1");
     }
   }
 }
