@@ -7,9 +7,10 @@ machine than the one that trained it):
         --compare RUN_DIR/metrics.json [--splits val test] [--threads 2] [--out cpu-metrics.json] \
         [--parity parity.png]
 
-The file is read through the validating reader (edgeframe_ref.potential_io.load_model) in
-float64, as train.py evaluates its written file; the loss uses the run's weights when --compare
-is given. Prints each RMSE / MAE and its relative difference to the compared run. --parity
+The file is read through the validating reader (edgeframe_ref.potential_io.load_model, or
+potential_io_v2.load_model_v2 for a format-version-2 file) in float64, as train.py evaluates its
+written file; the loss uses the run's weights when --compare is given (a v2 model on the CPU
+needs --eval-batch 8 or less within 24 GiB). Prints each RMSE / MAE and its relative difference to the compared run. --parity
 draws train.py's test-set parity plot (plot_parity, same title) from the same predictions, for
 runs whose parity.png did not come back.
 """
@@ -25,7 +26,8 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
-from edgeframe_ref.potential_io import load_model  # noqa: E402
+from edgeframe_ref.potential_io import format_version, load_model  # noqa: E402
+from edgeframe_ref.potential_io_v2 import load_model_v2  # noqa: E402
 from train.dataset import build_splits  # noqa: E402
 from train.train import metrics, parity_title, plot_parity  # noqa: E402
 
@@ -51,7 +53,12 @@ def main():
     if args.parity is not None and "test" not in args.splits:
         ap.error("--parity needs the test split in --splits")
     torch.set_num_threads(args.threads)
-    model = load_model(args.potential, dtype=torch.float64, device=torch.device("cpu"))
+    if format_version(args.potential) == 2:
+        # model v2 in the trainer's calling convention, one element per file (train.py's species)
+        from train.train import _wrap_v2
+        model = _wrap_v2(load_model_v2(args.potential, dtype=torch.float64), [args.element])
+    else:
+        model = load_model(args.potential, dtype=torch.float64, device=torch.device("cpu"))
     ref = json.loads(args.compare.read_text()) if args.compare else None
     weights = (1.0, 1.0, 1.0)
     if ref is not None:

@@ -7,4 +7,4 @@
 set -u
 OUT=${OUT:?set OUT}
 OUT=$OUT MODEL=v2 BUDGET=${BUDGET:-190} HARD=${HARD:-230} RUNS="Cu-stackd2-v2" WORK=/tmp/train-v2-1206d \
-  INIT_CU=bench/results/training/gpu-2026-12-06b/call1-Cu-stackd.safetensors bash tools/train/gpu_production.sh
+  INIT_CU=bench/results/training/gpu-2026-12-06b/cpu2-Cu-stackd2.safetensors bash tools/train/gpu_production.sh
