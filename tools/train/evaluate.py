@@ -11,8 +11,8 @@ The file is read through the validating reader (edgeframe_ref.potential_io.load_
 potential_io_v2.load_model_v2 for a format-version-2 file) in float64, as train.py evaluates its
 written file; the loss uses the run's weights when --compare is given (a v2 model on the CPU
 needs --eval-batch 8 or less within 24 GiB). Prints each RMSE / MAE and its relative difference
-to the compared run. --parity draws train.py's test-set parity plot (plot_parity, same title) from the same predictions, for
-runs whose parity.png did not come back.
+to the compared run. --parity draws train.py's test-set parity plot (plot_parity, same title)
+from the same predictions, for runs whose parity.png did not come back.
 """
 
 import argparse
